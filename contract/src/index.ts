@@ -1,0 +1,5 @@
+export * from './auth.ts';
+export * from './config.ts';
+export * from './duration.ts';
+export * from './errors.ts';
+export * from './health.ts';

@@ -1,0 +1,132 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+
+/** The repository root (two levels above this file's folder). */
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/** The made-up convention schedule shipped with the product, used until CRAWLER_URL is set. */
+export const BUNDLED_SCHEDULE_PATH = path.join(REPO_ROOT, 'server/sample-data/schedule.ics');
+
+const optionalText = z.string().trim().min(1).optional();
+
+const httpUrl = z
+  .string()
+  .trim()
+  .refine((value) => /^https?:\/\/\S+$/i.test(value), { message: 'must be an http(s) URL' });
+
+const isTimeZone = (zone: string) => {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Fastify's `trustProxy`: true, a hop count, or a list of addresses/CIDRs. */
+export type TrustProxy = boolean | number | string[];
+
+const trustProxy = z
+  .string()
+  .trim()
+  .transform((value, ctx): TrustProxy => {
+    const lower = value.toLowerCase();
+    if (['true', 'yes', '1', 'on'].includes(lower)) return true;
+    if (['false', 'no', '0', 'off'].includes(lower)) return false;
+    if (/^\d+$/.test(value)) return Number(value);
+    const list = value.split(',').map((part) => part.trim()).filter(Boolean);
+    if (list.every((part) => /^[0-9a-f:.]+(\/\d{1,3})?$/i.test(part) || ['loopback', 'linklocal', 'uniquelocal'].includes(part))) {
+      return list;
+    }
+    ctx.addIssue({ code: 'custom', message: 'must be true/false, a hop count, or a comma-separated list of addresses/CIDRs' });
+    return z.NEVER;
+  });
+
+const databaseUrl = z
+  .string()
+  .trim()
+  .refine((value) => /^sqlite:.+/.test(value) || /^postgres(ql)?:\/\/.+/.test(value), {
+    message: 'must be sqlite:<path> or postgres://…',
+  });
+
+const EnvShape = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().trim().min(1).default('127.0.0.1'),
+  TLS_CERT_FILE: optionalText,
+  TLS_KEY_FILE: optionalText,
+  TRUST_PROXY: trustProxy.optional(),
+  DATABASE_URL: databaseUrl.default('sqlite:./data/concierge.db'),
+  SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  OPENAI_API_KEY: optionalText,
+  OPENAI_BASE_URL: httpUrl.optional(),
+  OPENAI_MODEL: z.string().trim().min(1).default('gpt-5-mini'),
+  OPENAI_VECTOR_STORE_ID: optionalText,
+  TURNSTILE_SITE_KEY: optionalText,
+  TURNSTILE_SECRET_KEY: optionalText,
+  TURNSTILE_VERIFY_URL: httpUrl.default('https://challenges.cloudflare.com/turnstile/v0/siteverify'),
+  DISCORD_TOKEN: optionalText,
+  DISCORD_APPLICATION_ID: z.string().trim().regex(/^\d{17,20}$/, 'must be a Discord application id').optional(),
+  DISCORD_API_URL: httpUrl.optional(),
+  CRAWLER_URL: z.string().trim().min(1).default(BUNDLED_SCHEDULE_PATH),
+  CONVENTION_TIMEZONE: z.string().trim().refine(isTimeZone, { message: 'must be an IANA time zone such as America/Chicago' }).optional(),
+  COMMUNITY_URL: httpUrl.optional(),
+  CONVENTION_URL: httpUrl.optional(),
+  PRODUCT_NAME: z.string().trim().min(1).max(60).default('Con Concierge'),
+  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  MAX_CONCURRENT_RUNS: z.coerce.number().int().min(1).max(10_000).default(50),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  WEB_DIST_DIR: z.string().trim().min(1).default(path.join(REPO_ROOT, 'web/dist')),
+});
+
+/** Rules across variables, checked on the raw input so they are reported with the others. */
+function crossChecks(input: Record<string, string>): string[] {
+  const problems: string[] = [];
+  const pair = (a: string, b: string) => {
+    if (Boolean(input[a]) !== Boolean(input[b])) problems.push(`${input[a] ? b : a}: ${a} and ${b} must be set together`);
+  };
+  pair('TLS_CERT_FILE', 'TLS_KEY_FILE');
+  pair('TURNSTILE_SITE_KEY', 'TURNSTILE_SECRET_KEY');
+  for (const key of ['TLS_CERT_FILE', 'TLS_KEY_FILE']) {
+    const file = input[key];
+    if (file && !existsSync(file)) problems.push(`${key}: file not found: ${file}`);
+  }
+  if (input.DISCORD_TOKEN && !input.DISCORD_APPLICATION_ID) problems.push('DISCORD_APPLICATION_ID: is required when DISCORD_TOKEN is set');
+  return problems;
+}
+
+export type Env = z.output<typeof EnvShape>;
+
+export class EnvError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid environment:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'EnvError';
+    this.problems = problems;
+  }
+}
+
+/**
+ * Parses the environment once at start-up. Empty values count as unset. Throws
+ * an EnvError naming every bad variable, never just the first.
+ */
+export function loadEnv(source: Record<string, string | undefined> = process.env): Env {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(EnvShape.shape)) {
+    const value = source[key];
+    if (value !== undefined && value.trim() !== '') input[key] = value;
+  }
+  const result = EnvShape.safeParse(input);
+  const problems = [
+    ...(result.error?.issues.map((issue) => `${issue.path.join('.') || '(environment)'}: ${issue.message}`) ?? []),
+    ...crossChecks(input),
+  ];
+  if (problems.length > 0 || !result.success) throw new EnvError(problems);
+  return result.data;
+}
+
+/** True when the assistant talks to OpenAI rather than the embedded local provider. */
+export const usesOpenAI = (env: Env) => Boolean(env.OPENAI_API_KEY);
+/** Human verification can only be enabled when both Turnstile keys are configured. */
+export const turnstileConfigured = (env: Env) => Boolean(env.TURNSTILE_SITE_KEY && env.TURNSTILE_SECRET_KEY);
