@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import fastifyCookie from '@fastify/cookie';
+import fastifyHelmet from '@fastify/helmet';
+import fastifySwagger from '@fastify/swagger';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { registerAuthRoutes } from './auth/auth.routes.ts';
+import { registerConfigRoutes } from './config/config.routes.ts';
+import type { TrustProxy } from './config/env.ts';
+import type { Deps } from './deps.ts';
+import { registerHealthRoutes } from './health/health.routes.ts';
+import { registerErrorHandler } from './http/errors.ts';
+import { registerSecurityHooks } from './http/security.ts';
+import { registerWebApp } from './http/web-app.ts';
+
+const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
+
+/** One log line per request, written when it completes, with the route pattern rather than the raw URL. */
+class OneLinePerRequest extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      method: request.method,
+      route: request.routeOptions.url ?? request.url.split('?')[0],
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime),
+    };
+    if (error) request.log.error({ ...line, err: error }, 'request failed');
+    else request.log.info(line, 'request completed');
+  }
+}
+
+/**
+ * Builds the Fastify app from its dependencies without listening, so tests
+ * drive it with `inject()` and main.ts decides how to serve it.
+ */
+export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+  const { env } = deps;
+  const https = env.TLS_CERT_FILE && env.TLS_KEY_FILE ? { cert: readFileSync(env.TLS_CERT_FILE), key: readFileSync(env.TLS_KEY_FILE) } : null;
+  const app = Fastify({
+    loggerInstance: deps.loggers.get('api'),
+    logController: new OneLinePerRequest(),
+    genReqId: () => randomUUID(),
+    trustProxy: trustProxyOption(env.TRUST_PROXY),
+    bodyLimit: 256 * 1024,
+    ...(https ? { https } : {}),
+  }) as unknown as FastifyInstance;
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  registerErrorHandler(app);
+  acceptEmptyJsonBodies(app);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: {
+      useDefaults: true,
+      directives: {
+        'script-src': ["'self'", TURNSTILE_ORIGIN],
+        'frame-src': ["'self'", TURNSTILE_ORIGIN],
+        'style-src': ["'self'", "'unsafe-inline'"],
+        'img-src': ["'self'", 'data:'],
+        'connect-src': ["'self'"],
+        'upgrade-insecure-requests': https ? [] : null,
+      },
+    },
+    strictTransportSecurity: https ? undefined : false,
+  });
+  await app.register(fastifyCookie, { secret: deps.sessionSecret });
+  await app.register(fastifySwagger, {
+    openapi: { info: { title: `${env.PRODUCT_NAME} API`, version: deps.version } },
+    transform: jsonSchemaTransform,
+  });
+
+  registerSecurityHooks(app, deps.auth);
+  registerHealthRoutes(app, deps);
+  registerAuthRoutes(app, deps.auth);
+  registerConfigRoutes(app, deps.config);
+  app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
+
+  await registerWebApp(app, {
+    distDir: env.WEB_DIST_DIR,
+    values: {
+      productName: env.PRODUCT_NAME,
+      turnstileSiteKey: env.TURNSTILE_SITE_KEY ?? null,
+      communityUrl: env.COMMUNITY_URL ?? null,
+      conventionUrl: env.CONVENTION_URL ?? null,
+      version: deps.version,
+    },
+  });
+  return app;
+}
+
+/**
+ * Body-less POSTs (/api/pause, /logout, …) are accepted with or without a
+ * JSON content type: an empty JSON body parses as "no body".
+ */
+function acceptEmptyJsonBodies(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
+}
+
+/** Fastify takes a hop count as a function of the hop index. */
+function trustProxyOption(value: TrustProxy | undefined) {
+  if (typeof value === 'number') return (_address: string, hop: number) => hop < value;
+  return value ?? false;
+}

@@ -1,0 +1,36 @@
+import { LoginRequestSchema, OkReplySchema, SetupRequestSchema, SetupStatusSchema, UsernameReplySchema } from '@concierge/contract';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { adminToken, clearAdminCookie, setAdminCookie } from '../http/security.ts';
+import type { AuthService } from './auth.service.ts';
+
+/** First-time setup, sign in and out (public), and the signed-in check (/api). */
+export function registerAuthRoutes(instance: FastifyInstance, auth: AuthService): void {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const tags = ['auth'];
+
+  app.get('/setup/status', { schema: { tags, response: { 200: SetupStatusSchema } } }, async () => ({
+    required: await auth.setupRequired(),
+  }));
+
+  app.post('/setup', { schema: { tags, body: SetupRequestSchema, response: { 200: UsernameReplySchema } } }, (request) =>
+    auth.createFirstAdmin(request.body),
+  );
+
+  app.post('/login', { schema: { tags, body: LoginRequestSchema, response: { 200: UsernameReplySchema } } }, async (request, reply) => {
+    const session = await auth.login(request.body, { ip: request.ip, userAgent: request.headers['user-agent'] });
+    setAdminCookie(request, reply, session.token, session.expiresAt);
+    return { username: session.username };
+  });
+
+  app.post('/logout', { schema: { tags, response: { 200: OkReplySchema } } }, async (request, reply) => {
+    const token = adminToken(request);
+    if (token) await auth.logout(token);
+    clearAdminCookie(request, reply);
+    return { success: true as const };
+  });
+
+  app.get('/api/logged_in', { schema: { tags, response: { 200: UsernameReplySchema } } }, (request) => ({
+    username: request.admin!.username,
+  }));
+}

@@ -1,0 +1,109 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { NodeSqliteDatabase } from './sqlite-adapter.ts';
+import type { DB } from './schema/index.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** A query executor: the database itself or an open transaction. */
+export type Db = Kysely<DB> | Transaction<DB>;
+
+export interface Database {
+  readonly db: Kysely<DB>;
+  readonly dialect: Dialect;
+  /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
+  transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+  /** Resolves when the database answers a trivial query within `timeoutMs`. */
+  ping(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  logger?: Logger;
+  /** PostgreSQL only: the schema to work in (created if missing). Tests use one per suite. */
+  schema?: string;
+  /** PostgreSQL only: the pool size. */
+  poolSize?: number;
+}
+
+export const dialectOf = (url: string): Dialect => (url.startsWith('sqlite:') ? 'sqlite' : 'postgres');
+
+/** Opens the database named by a `sqlite:<path>` or `postgres://…` URL. */
+export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
+  const dialect = dialectOf(url);
+  const db = dialect === 'sqlite' ? openSqlite(url.slice('sqlite:'.length)) : await openPostgres(url, options);
+  const logger = options.logger;
+  return {
+    db,
+    dialect,
+    transaction: (fn) => db.transaction().execute(fn),
+    async ping(timeoutMs = 2000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`database did not answer within ${timeoutMs} ms`)), timeoutMs);
+      });
+      try {
+        await Promise.race([sql`select 1`.execute(db), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async close() {
+      await db.destroy();
+      logger?.debug('database closed');
+    },
+  };
+}
+
+function openSqlite(file: string): Kysely<DB> {
+  if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const database = new NodeSqliteDatabase(file);
+  // WAL lets readers proceed while a write is in progress; NORMAL sync is safe with WAL.
+  database.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma foreign_keys = on; pragma busy_timeout = 5000;');
+  return new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
+}
+
+/**
+ * Values come back from PostgreSQL in the same shapes as from SQLite:
+ * bigint/numeric as JS numbers (our counts stay far below 2^53) and
+ * timestamps as ISO 8601 strings.
+ */
+const PG_TYPES = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    switch (oid) {
+      case 20: // int8
+      case 1700: // numeric
+        return (value: string) => Number(value);
+      case 1184: // timestamptz
+        return (value: string) => new Date(value).toISOString();
+      case 1114: // timestamp without time zone: stored as UTC
+        return (value: string) => new Date(`${value.replace(' ', 'T')}Z`).toISOString();
+      default:
+        return pg.types.getTypeParser(oid, format ?? 'text');
+    }
+  },
+} as pg.CustomTypesConfig;
+
+async function openPostgres(url: string, options: DatabaseOptions): Promise<Kysely<DB>> {
+  if (options.schema && !/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new Error(`invalid schema name: ${options.schema}`);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    types: PG_TYPES,
+    // Every connection works in UTC so timestamps without a zone read the same everywhere.
+    options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC'].join(' ').trim(),
+  });
+  pool.on('error', (error) => options.logger?.error({ err: error }, 'idle PostgreSQL connection failed'));
+  if (options.schema) {
+    const client = await pool.connect();
+    try {
+      await client.query(`create schema if not exists ${options.schema}`);
+    } finally {
+      client.release();
+    }
+  }
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+}

@@ -1,0 +1,30 @@
+import type { Kysely } from 'kysely';
+import type { Migration } from 'kysely/migration';
+import type { Dialect } from '../database.ts';
+import * as foundation from './20261122T090000-foundation.ts';
+
+interface DialectMigration {
+  up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
+  down?(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
+}
+
+/**
+ * Every migration, in order. Names are timestamps so they sort; a new
+ * migration is a new file listed here, never an edit of an applied one.
+ */
+const REGISTRY: Record<string, DialectMigration> = {
+  '20261122T090000-foundation': foundation,
+};
+
+/** The registry bound to one dialect, in the shape Kysely's Migrator wants. */
+export function migrationsFor(dialect: Dialect): Record<string, Migration> {
+  return Object.fromEntries(
+    Object.entries(REGISTRY).map(([name, migration]) => [
+      name,
+      {
+        up: (db: Kysely<unknown>) => migration.up(db, dialect),
+        down: migration.down ? (db: Kysely<unknown>) => migration.down!(db, dialect) : undefined,
+      },
+    ]),
+  );
+}

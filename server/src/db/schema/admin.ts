@@ -1,0 +1,37 @@
+import type { Generated } from 'kysely';
+
+export interface AdminUserTable {
+  id: Generated<number>;
+  username: string;
+  password_hash: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AdminSessionTable {
+  /** SHA-256 (hex) of the session token; the token itself lives only in the cookie. */
+  id: string;
+  admin_user_id: number;
+  client_ip: string | null;
+  user_agent: string | null;
+  created_at: string;
+  last_seen_at: string;
+  /** Sliding: moved forward while the session is used. */
+  expires_at: string;
+  /** Hard limit no activity can extend. */
+  absolute_expires_at: string;
+}
+
+/** Failed sign-in attempts in the current window, keyed by client IP or username+IP. */
+export interface LoginThrottleTable {
+  key: string;
+  window_start: string;
+  failures: number;
+}
+
+/** Process-wide values kept in the database (e.g. the generated session secret). */
+export interface AppSettingTable {
+  name: string;
+  value: string;
+  created_at: string;
+}

@@ -1,0 +1,39 @@
+/**
+ * Typed errors with a stable code. Services throw these; the one error handler
+ * in http/errors.ts turns them into `{error, code}` replies.
+ */
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: string;
+  /** The request field at fault, for validation errors. */
+  readonly field: string | undefined;
+  /** Extra headers for the reply (e.g. Retry-After). */
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, code: string, message: string, options: { field?: string; headers?: Record<string, string>; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'AppError';
+    this.status = status;
+    this.code = code;
+    this.field = options.field;
+    this.headers = options.headers ?? {};
+  }
+}
+
+export const badRequest = (message: string, code = 'bad_request') => new AppError(400, code, message);
+
+/** A bad value in one field; the message names the field. */
+export const invalidField = (field: string, message: string) =>
+  new AppError(400, 'validation_error', `${field}: ${message}`, { field });
+
+export const unauthorized = (message = 'Unauthorized', code = 'unauthorized') => new AppError(401, code, message);
+export const forbidden = (message = 'Forbidden', code = 'forbidden') => new AppError(403, code, message);
+export const notFound = (message = 'Not found', code = 'not_found') => new AppError(404, code, message);
+export const conflict = (message: string, code = 'conflict') => new AppError(409, code, message);
+
+export const tooManyRequests = (message: string, retryAfterSeconds: number, code = 'rate_limited') =>
+  new AppError(429, code, message, { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });
+
+export const serviceUnavailable = (message: string, code = 'unavailable') => new AppError(503, code, message);
+
+export const isAppError = (error: unknown): error is AppError => error instanceof AppError;
