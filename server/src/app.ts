@@ -16,6 +16,18 @@ import { registerWebApp } from './http/web-app.ts';
 
 const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 
+export interface RouteSummary {
+  method: string;
+  url: string;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Every route registered so far (method and path pattern). */
+    listRoutes(): RouteSummary[];
+  }
+}
+
 /** One log line per request, written when it completes, with the route pattern rather than the raw URL. */
 class OneLinePerRequest extends LogController {
   override incomingRequest(): void {}
@@ -47,6 +59,12 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     bodyLimit: 256 * 1024,
     ...(https ? { https } : {}),
   }) as unknown as FastifyInstance;
+
+  const routes: RouteSummary[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+  });
+  app.decorate('listRoutes', () => [...routes]);
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -12,8 +12,8 @@ declare module 'fastify' {
   }
 }
 
-/** Every route whose path starts with /api/ needs an admin session. */
-export const isAdminRoute = (routePath: string | undefined) => routePath !== undefined && routePath.startsWith('/api/');
+/** Every path under /api/ needs an admin session, matched route or not. */
+export const isAdminPath = (path: string) => path.startsWith('/api/');
 
 export function setAdminCookie(request: FastifyRequest, reply: FastifyReply, token: string, expiresAt: Date): void {
   reply.setCookie(ADMIN_COOKIE, token, {
@@ -48,11 +48,11 @@ function checkSameOrigin(request: FastifyRequest): void {
   if (source === undefined) return;
   let host: string;
   try {
-    host = new URL(source).host;
+    host = new URL(source).host; // lower-cased, default port dropped
   } catch {
     throw forbidden('Cross-site request refused', 'cross_site_request');
   }
-  if (host.toLowerCase() !== request.host.toLowerCase()) throw forbidden('Cross-site request refused', 'cross_site_request');
+  if (host !== new URL(`${request.protocol}://${request.host}`).host) throw forbidden('Cross-site request refused', 'cross_site_request');
 }
 
 /**
@@ -62,7 +62,7 @@ function checkSameOrigin(request: FastifyRequest): void {
 export function registerSecurityHooks(app: FastifyInstance, auth: AuthService): void {
   app.decorateRequest('admin', null);
   app.addHook('onRequest', async (request, reply) => {
-    if (isAdminRoute(request.routeOptions.url)) {
+    if (isAdminPath(request.routeOptions.url ?? request.url)) {
       const token = adminToken(request);
       const session = token ? await auth.authenticate(token) : null;
       if (!session) throw unauthorized();

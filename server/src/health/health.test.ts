@@ -1,0 +1,32 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTestContext, signIn, type TestContext } from '../test-support/test-context.ts';
+
+describe('GET /healthz', () => {
+  let ctx: TestContext;
+  beforeEach(async () => {
+    ctx = await createTestContext();
+  });
+  afterEach(() => ctx.close());
+
+  it('reports the pause state, queue size and gateway state without a session', async () => {
+    const response = await ctx.app.inject({ url: '/healthz' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ paused: false, queue_size: 0, discord_gateway_connected: false });
+
+    const cookie = await signIn(ctx.app);
+    await ctx.app.inject({ method: 'PATCH', url: '/api/config', headers: { cookie }, payload: { paused: true } });
+    expect((await ctx.app.inject({ url: '/healthz' })).json().paused).toBe(true);
+  });
+
+  it('answers 503 when the database cannot be reached', async () => {
+    const ping = ctx.deps.database.ping;
+    Object.assign(ctx.deps.database, { ping: () => Promise.reject(new Error('connection refused')) });
+    try {
+      const response = await ctx.app.inject({ url: '/healthz' });
+      expect(response.statusCode).toBe(503);
+      expect(response.json()).toEqual({ error: 'Database unreachable', code: 'database_unreachable' });
+    } finally {
+      Object.assign(ctx.deps.database, { ping });
+    }
+  });
+});

@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
+import { buildApp } from '../app.ts';
+import type { Clock } from '../clock.ts';
+import { loadEnv } from '../config/env.ts';
+import { createDeps, type Deps } from '../deps.ts';
+
+export interface TestContext {
+  app: FastifyInstance;
+  deps: Deps;
+  close(): Promise<void>;
+}
+
+export interface TestContextOptions {
+  env?: Record<string, string>;
+  clock?: Clock;
+}
+
+/** Which engine this run of the suite uses (set per Vitest project). */
+export const testDatabaseKind = (): 'sqlite' | 'postgres' => (process.env.TEST_DB === 'postgres' ? 'postgres' : 'sqlite');
+
+/**
+ * A fresh, migrated database for one suite: a temp SQLite file, or a new
+ * schema in TEST_DATABASE_URL's PostgreSQL database. Never shared between suites.
+ */
+export interface FreshDatabase {
+  url: string;
+  schema?: string;
+  /** Removes everything the suite created; `deps` must still be open. */
+  dispose(deps: Deps): Promise<void>;
+}
+
+export function freshDatabase(): FreshDatabase {
+  if (testDatabaseKind() === 'postgres') {
+    const url = process.env.TEST_DATABASE_URL;
+    if (!url) throw new Error('TEST_DB=postgres needs TEST_DATABASE_URL');
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    return {
+      url,
+      schema,
+      async dispose(deps) {
+        await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(deps.database.db);
+        await deps.close();
+      },
+    };
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), 'concierge-test-'));
+  return {
+    url: `sqlite:${path.join(dir, 'test.db')}`,
+    async dispose(deps) {
+      await deps.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The whole app on a fresh database, driven through `inject()`. */
+export async function createTestContext(options: TestContextOptions = {}): Promise<TestContext> {
+  const database = freshDatabase();
+  const env = loadEnv({
+    DATABASE_URL: database.url,
+    LOG_LEVEL: 'silent',
+    WEB_DIST_DIR: path.join(tmpdir(), 'concierge-no-web-build'),
+    ...options.env,
+  });
+  const deps = await createDeps(env, { clock: options.clock, databaseSchema: database.schema });
+  const app = await buildApp(deps);
+  await app.ready();
+  return {
+    app,
+    deps,
+    async close() {
+      await app.close();
+      await database.dispose(deps);
+    },
+  };
+}
+
+export const ADMIN = { username: 'volunteer', password: 'correct horse battery' };
+
+/** Cookie header value from a reply's Set-Cookie. */
+export function cookieFrom(response: LightMyRequestResponse): string {
+  return response.cookies.map((cookie) => `${cookie.name}=${cookie.value}`).join('; ');
+}
+
+/** Completes first-time setup and signs in; returns the session cookie header. */
+export async function signIn(app: FastifyInstance, admin = ADMIN): Promise<string> {
+  const setup = await app.inject({ method: 'POST', url: '/setup', payload: { ...admin, confirm_password: admin.password } });
+  if (setup.statusCode !== 200 && setup.statusCode !== 409) throw new Error(`setup failed: ${setup.statusCode} ${setup.body}`);
+  const login = await app.inject({ method: 'POST', url: '/login', payload: admin });
+  if (login.statusCode !== 200) throw new Error(`login failed: ${login.statusCode} ${login.body}`);
+  return cookieFrom(login);
+}
+
+/** A clock tests can move. */
+export function manualClock(start = new Date('2026-03-13T15:00:00Z')) {
+  let now = start.getTime();
+  const clock: Clock = () => new Date(now);
+  return {
+    clock,
+    advance(ms: number) {
+      now += ms;
+    },
+    set(date: Date) {
+      now = date.getTime();
+    },
+  };
+}
