@@ -12,6 +12,8 @@ import { createDeps, type Deps } from '../deps.ts';
 export interface TestContext {
   app: FastifyInstance;
   deps: Deps;
+  /** Where the suite's database lives, for code that opens its own connection. */
+  database: { url: string; schema?: string };
   close(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
   return {
     app,
     deps,
+    database: { url: database.url, schema: database.schema },
     async close() {
       await app.close();
       await database.dispose(deps);

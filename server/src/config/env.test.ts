@@ -1,0 +1,74 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BUNDLED_SCHEDULE_PATH, EnvError, loadEnv, REPO_ROOT } from './env.ts';
+
+function problemsOf(source: Record<string, string>): string[] {
+  try {
+    loadEnv(source);
+  } catch (error) {
+    if (error instanceof EnvError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('environment', () => {
+  it('runs on embedded defaults with nothing set', () => {
+    const env = loadEnv({});
+    expect(env).toMatchObject({
+      PORT: 8080,
+      HOST: '127.0.0.1',
+      DATABASE_URL: 'sqlite:./data/concierge.db',
+      CRAWLER_URL: BUNDLED_SCHEDULE_PATH,
+      PRODUCT_NAME: 'Con Concierge',
+      LOG_LEVEL: 'info',
+    });
+    expect(env.OPENAI_API_KEY).toBeUndefined();
+    expect(env.TRUST_PROXY).toBeUndefined();
+  });
+
+  it('treats empty values as unset', () => {
+    const env = loadEnv({ PORT: '', OPENAI_API_KEY: '  ' });
+    expect(env.PORT).toBe(8080);
+    expect(env.OPENAI_API_KEY).toBeUndefined();
+  });
+
+  it('reads TRUST_PROXY as a flag, a hop count or a list of addresses', () => {
+    expect(loadEnv({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true);
+    expect(loadEnv({ TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    expect(loadEnv({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).TRUST_PROXY).toEqual(['10.0.0.0/8', '127.0.0.1']);
+  });
+
+  it('names every bad variable at once', () => {
+    const problems = problemsOf({
+      PORT: 'eighty',
+      DATABASE_URL: 'mysql://x',
+      OPENAI_BASE_URL: 'not a url',
+      CONVENTION_TIMEZONE: 'Mars/Olympus',
+      TURNSTILE_SITE_KEY: 'site-key-only',
+      TRUST_PROXY: 'sometimes?',
+    });
+    const named = problems.map((problem) => problem.split(':')[0]);
+    expect(named).toEqual(
+      expect.arrayContaining(['PORT', 'DATABASE_URL', 'OPENAI_BASE_URL', 'CONVENTION_TIMEZONE', 'TURNSTILE_SECRET_KEY', 'TRUST_PROXY']),
+    );
+    expect(problems.find((problem) => problem.startsWith('CONVENTION_TIMEZONE'))).toContain('IANA time zone');
+  });
+
+  it('requires the Discord application id with a Discord token', () => {
+    expect(problemsOf({ DISCORD_TOKEN: 'abc' })).toEqual(['DISCORD_APPLICATION_ID: is required when DISCORD_TOKEN is set']);
+  });
+
+  it('stops the server at start-up with a message naming the bad variables', () => {
+    const result = spawnSync(process.execPath, [path.join(REPO_ROOT, 'server/src/main.ts')], {
+      env: { PATH: process.env.PATH, PORT: 'nope', DATABASE_URL: 'oracle://db' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('Invalid environment');
+    expect(result.stderr).toContain('PORT');
+    expect(result.stderr).toContain('DATABASE_URL');
+  });
+});

@@ -1,0 +1,66 @@
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
+import { migrateToLatest } from './migrate.ts';
+
+describe(`data layer on ${testDatabaseKind()}`, () => {
+  let ctx: TestContext;
+  beforeEach(async () => {
+    ctx = await createTestContext();
+  });
+  afterEach(() => ctx.close());
+
+  const now = () => new Date().toISOString();
+
+  it('commits a transaction that resolves and rolls back one that throws', async () => {
+    const { database } = ctx.deps;
+    await database.transaction((trx) =>
+      trx.insertInto('app_settings').values({ name: 'kept', value: '1', created_at: now() }).execute(),
+    );
+    await expect(
+      database.transaction(async (trx) => {
+        await trx.insertInto('app_settings').values({ name: 'dropped', value: '1', created_at: now() }).execute();
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    const names = await database.db.selectFrom('app_settings').select('name').where('name', 'in', ['kept', 'dropped']).execute();
+    expect(names.map((row) => row.name)).toEqual(['kept']);
+  });
+
+  it('enforces foreign keys and cascades deletes', async () => {
+    const { db } = ctx.deps.database;
+    const admin = await db
+      .insertInto('admin_users')
+      .values({ username: 'fk-test', password_hash: 'x', created_at: now(), updated_at: now() })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const session = { client_ip: null, user_agent: null, created_at: now(), last_seen_at: now(), expires_at: now(), absolute_expires_at: now() };
+    await expect(db.insertInto('admin_sessions').values({ id: 'orphan', admin_user_id: admin.id + 1000, ...session }).execute()).rejects.toThrow();
+    await db.insertInto('admin_sessions').values({ id: 'owned', admin_user_id: admin.id, ...session }).execute();
+    await db.deleteFrom('admin_users').where('id', '=', admin.id).execute();
+    expect(await db.selectFrom('admin_sessions').select('id').where('id', '=', 'owned').execute()).toEqual([]);
+  });
+
+  it('returns booleans, numbers and ISO timestamps in the same shapes on both engines', async () => {
+    const row = await ctx.deps.database.db.selectFrom('runtime_config').selectAll().executeTakeFirstOrThrow();
+    expect(typeof row.paused).toBe('boolean');
+    expect(typeof row.public_chat_requests_per_minute).toBe('number');
+    expect(row.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+  });
+
+  it('runs the migrations again without changing anything', async () => {
+    const before = await ctx.deps.database.db.selectFrom('runtime_config').selectAll().execute();
+    await migrateToLatest(ctx.deps.database);
+    const after = await ctx.deps.database.db.selectFrom('runtime_config').selectAll().execute();
+    expect(after).toEqual(before);
+    expect(after).toHaveLength(1);
+  });
+
+  it.runIf(testDatabaseKind() === 'sqlite')('opens SQLite in WAL mode with foreign keys and a busy timeout', async () => {
+    const { db } = ctx.deps.database;
+    const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db)).rows[0] as object)[0];
+    expect(await pragma('journal_mode')).toBe('wal');
+    expect(await pragma('foreign_keys')).toBe(1);
+    expect(await pragma('busy_timeout')).toBe(5000);
+  });
+});
