@@ -3,11 +3,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pino from 'pino';
 import { AuthService } from './auth/auth.service.ts';
-import { findSetting, insertSettingOnce } from './auth/auth.queries.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { defaultConfig } from './config/defaults.ts';
 import { ConfigService } from './config/config.service.ts';
 import { REPO_ROOT, turnstileConfigured, type Env } from './config/env.ts';
+import { rememberedSetting } from './db/app-settings.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import type { HealthSources } from './health/health.routes.ts';
@@ -80,10 +80,5 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
 }
 
 /** The cookie-signing secret: generated on first start and kept in the database. */
-async function loadOrCreateSessionSecret(database: Database, clock: Clock): Promise<string> {
-  const existing = await findSetting(database.db, 'session_secret');
-  if (existing) return existing.value;
-  await insertSettingOnce(database.db, 'session_secret', randomBytes(48).toString('base64url'), clock().toISOString());
-  // Another process may have won the race; whichever value is stored is the one.
-  return (await findSetting(database.db, 'session_secret'))!.value;
-}
+const loadOrCreateSessionSecret = (database: Database, clock: Clock) =>
+  rememberedSetting(database.db, 'session_secret', clock().toISOString(), async () => randomBytes(48).toString('base64url'));

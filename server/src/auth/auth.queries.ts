@@ -72,16 +72,3 @@ export const clearThrottle = (db: Db, key: string) => db.deleteFrom('login_throt
 
 export const deleteStaleThrottleRows = (db: Db, windowStartCutoff: string) =>
   db.deleteFrom('login_throttle').where('window_start', '<=', windowStartCutoff).execute();
-
-export const findSetting = (db: Db, name: string) =>
-  db.selectFrom('app_settings').select('value').where('name', '=', name).executeTakeFirst();
-
-/** Stores a setting unless it already exists; returns whether this call stored it. */
-export async function insertSettingOnce(db: Db, name: string, value: string, now: string): Promise<boolean> {
-  const result = await db
-    .insertInto('app_settings')
-    .values({ name, value, created_at: now })
-    .onConflict((conflict) => conflict.column('name').doNothing())
-    .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
-}

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { LoginRequest, SetupRequest } from '@concierge/contract';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
+import { insertSettingOnce } from '../db/app-settings.ts';
 import type { Database } from '../db/database.ts';
 import { AppError, conflict, notFound, tooManyRequests, unauthorized } from '../errors.ts';
 import {
@@ -16,7 +17,6 @@ import {
   findThrottleRows,
   insertAdmin,
   insertSession,
-  insertSettingOnce,
   recordLoginFailure,
   touchSession,
   updateAdminPassword,

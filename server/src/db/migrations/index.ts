@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Migration } from 'kysely/migration';
 import type { Dialect } from '../database.ts';
 import * as foundation from './20261122T090000-foundation.ts';
+import * as assistantAndChat from './20261122T100000-assistant-and-chat.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -14,6 +15,7 @@ interface DialectMigration {
  */
 const REGISTRY: Record<string, DialectMigration> = {
   '20261122T090000-foundation': foundation,
+  '20261122T100000-assistant-and-chat': assistantAndChat,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */

@@ -1,4 +1,19 @@
 import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable } from './admin.ts';
+import type {
+  LocalFileTable,
+  LocalMessageTable,
+  LocalRunTable,
+  LocalThreadTable,
+  LocalVectorStoreTable,
+  ProviderLogTable,
+} from './assistant.ts';
+import type {
+  PublicChatFeedbackTable,
+  PublicChatMessageTable,
+  PublicChatRateLimitTable,
+  PublicChatSessionTable,
+  SpentVerificationTokenTable,
+} from './chat.ts';
 import type { RuntimeConfigTable } from './config.ts';
 
 /** Every table of the database, by name. Later domains add theirs here. */
@@ -8,6 +23,25 @@ export interface DB {
   login_throttle: LoginThrottleTable;
   app_settings: AppSettingTable;
   runtime_config: RuntimeConfigTable;
+
+  public_chat_sessions: PublicChatSessionTable;
+  public_chat_messages: PublicChatMessageTable;
+  public_chat_feedback: PublicChatFeedbackTable;
+  public_chat_rate_limits: PublicChatRateLimitTable;
+  spent_verification_tokens: SpentVerificationTokenTable;
+
+  openai_create_thread_logs: ProviderLogTable;
+  openai_create_message_logs: ProviderLogTable;
+  openai_create_run_logs: ProviderLogTable;
+  openai_retrieve_run_logs: ProviderLogTable;
+  openai_list_messages_logs: ProviderLogTable;
+  openai_vector_store_logs: ProviderLogTable;
+
+  local_threads: LocalThreadTable;
+  local_messages: LocalMessageTable;
+  local_runs: LocalRunTable;
+  local_vector_stores: LocalVectorStoreTable;
+  local_files: LocalFileTable;
 }
 
 export type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable, RuntimeConfigTable };

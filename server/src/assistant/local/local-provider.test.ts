@@ -1,0 +1,140 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { PROVIDER_LOG_TABLE } from '../../db/schema/assistant.ts';
+import { createTestContext, manualClock, type TestContext } from '../../test-support/test-context.ts';
+import { AssistantService } from '../assistant.service.ts';
+import { eventMarker, timezoneMarker } from '../knowledge-format.ts';
+import { LocalProvider } from './local-provider.ts';
+
+const ZONE = 'America/Chicago';
+// Friday 13 March 2026, 18:00 in Chicago (UTC-5 after the DST change on 8 March).
+const FRIDAY_6PM = new Date('2026-03-13T23:00:00Z');
+
+const at = (local: string) => new Date(`${local}-05:00`);
+function event(title: string, start: string, end: string | null, facts: Record<string, string>, description: string) {
+  return [
+    `### ${title}`,
+    eventMarker(at(start), end ? at(end) : null),
+    ...Object.entries(facts).map(([key, value]) => `- ${key}: ${value}`),
+    '',
+    description,
+    '',
+  ].join('\n');
+}
+
+const SCHEDULE = [
+  '# Starfall Con 2026 schedule',
+  timezoneMarker(ZONE),
+  '## Friday 13 March',
+  event('Opening Ceremony', '2026-03-13T10:00:00', '2026-03-13T11:00:00', { Where: 'Main Stage', Track: 'Main Events' }, 'Welcome to the con.'),
+  event('Retro Gaming Tournament', '2026-03-13T17:30:00', '2026-03-13T19:00:00', { Where: 'Gaming Hall', Track: 'Gaming' }, 'Bring your own controller.'),
+  event('Friday Night Rave', '2026-03-13T21:00:00', '2026-03-14T01:00:00', { Where: 'Hall B', Track: 'Music', Speakers: 'DJ Nebula' }, 'Glow sticks provided.'),
+  event('Filk Circle', '2026-03-13T22:00:00', '2026-03-13T23:30:00', { Where: 'Room 104', Track: 'Music' }, 'Songs of the stars.'),
+  '## Saturday 14 March',
+  event('Costume Contest', '2026-03-14T19:00:00', '2026-03-14T21:00:00', { Where: 'Main Stage', Track: 'Cosplay', Speakers: 'Mira Okafor, Juan Pérez' }, 'Prizes for every category.'),
+  event('Hall B Karaoke', '2026-03-14T20:00:00', null, { Where: 'Hall B', Track: 'Fan Community' }, 'Sing your heart out.'),
+].join('\n');
+
+const NOTES = `# Practical information
+
+The lost and found is at the registration desk in the lobby, open 8:00 to 20:00.
+
+Water refill stations are next to every restroom.`;
+
+describe('the offline (local) assistant', () => {
+  let ctx: TestContext;
+  let assistant: AssistantService;
+  const time = manualClock(FRIDAY_6PM);
+
+  beforeEach(async () => {
+    ctx = await createTestContext({ clock: time.clock });
+    await ctx.deps.config.update({ assistant_poll_interval: '100ms' });
+    assistant = new AssistantService({
+      provider: new LocalProvider({ database: ctx.deps.database, clock: time.clock, timeZone: () => 'UTC' }),
+      database: ctx.deps.database,
+      clock: time.clock,
+      logger: ctx.deps.loggers.get('assistant'),
+      config: () => ctx.deps.config.get(),
+    });
+    await assistant.uploadFile({ filename: 'schedule.md', data: Buffer.from(SCHEDULE) });
+    await assistant.uploadFile({ filename: 'notes.txt', data: Buffer.from(NOTES) });
+  });
+  afterEach(() => ctx.close());
+
+  const ask = (question: string, threadId: string | null = null) => assistant.ask({ sessionId: 'test-session' }, threadId, question);
+
+  it('answers from an uploaded file, quoting it with its source', async () => {
+    const result = await ask('Where is the lost and found?');
+    expect(result.runStatus).toBe('completed');
+    expect(result.answer.text).toContain('registration desk in the lobby');
+    expect(result.answer.text).toContain('*notes.txt*');
+    expect(result.answer.sources).toEqual([expect.objectContaining({ filename: 'notes.txt' })]);
+    expect(result.usage.total_tokens).toBeGreaterThan(0);
+  });
+
+  it('reads "tonight" against the schedule in the convention\'s time zone', async () => {
+    const { answer } = await ask("What's on in Hall B tonight?");
+    expect(answer.text).toContain('Friday Night Rave');
+    expect(answer.text).toContain('Fri, Mar 13, 21:00–01:00');
+    expect(answer.text).toContain('Where: Hall B');
+    expect(answer.text).not.toContain('Karaoke');
+    expect(answer.text).not.toContain('Filk Circle');
+  });
+
+  it('lists what starts next and what runs now', async () => {
+    const next = await ask("What's starting soon?");
+    expect(next.answer.text).toContain('Friday Night Rave');
+    expect(next.answer.text).not.toContain('Opening Ceremony');
+    const now = await ask("What's happening right now?");
+    expect(now.answer.text).toContain('Retro Gaming Tournament');
+    expect(now.answer.text).not.toContain('Friday Night Rave');
+  });
+
+  it('reads a weekday as the schedule\'s own day', async () => {
+    const { answer } = await ask('What is on Saturday night?');
+    expect(answer.text).toContain('Costume Contest');
+    expect(answer.text).toContain('Hall B Karaoke');
+    expect(answer.text).not.toContain('Rave');
+  });
+
+  it('finds a guest\'s events by name, accents and all', async () => {
+    const { answer } = await ask('When does Juan Pérez appear?');
+    expect(answer.text).toContain('Costume Contest');
+    expect(answer.text).toContain('Sat, Mar 14, 19:00–21:00');
+  });
+
+  it('says plainly when it finds nothing, and never invents', async () => {
+    const { answer } = await ask('Is there a quidditch tournament?');
+    expect(answer.text).toContain("I couldn't find anything about “quidditch tournament”");
+    expect(answer.sources).toEqual([]);
+  });
+
+  it('goes through the same logged steps as OpenAI, on one thread per conversation', async () => {
+    const first = await ask('Where is the lost and found?');
+    await ask('When is the costume contest?', first.threadId);
+    const count = async (table: (typeof PROVIDER_LOG_TABLE)[keyof typeof PROVIDER_LOG_TABLE]) =>
+      (await ctx.deps.database.db.selectFrom(table).selectAll().where('session_id', '=', 'test-session').execute()).length;
+    expect(await count('openai_create_thread_logs')).toBe(1);
+    expect(await count('openai_create_message_logs')).toBe(2);
+    expect(await count('openai_create_run_logs')).toBe(2);
+    expect(await count('openai_retrieve_run_logs')).toBe(2);
+    expect(await count('openai_list_messages_logs')).toBe(2);
+    const log = await ctx.deps.database.db.selectFrom('openai_list_messages_logs').selectAll().executeTakeFirstOrThrow();
+    expect(JSON.parse(log.response_body!)).toMatchObject({ role: 'assistant' });
+    expect(log.error).toBeNull();
+  });
+
+  it('replaces a file uploaded again under the same name', async () => {
+    await assistant.uploadFile({ filename: 'notes.txt', data: Buffer.from('The lost and found moved to room 101.') });
+    const files = await assistant.listFiles();
+    expect(files.map((file) => file.filename).sort()).toEqual(['notes.txt', 'schedule.md']);
+    const { answer } = await ask('Where is the lost and found?');
+    expect(answer.text).toContain('moved to room 101');
+    expect(answer.text).not.toContain('registration desk');
+  });
+
+  it('refuses binary files', async () => {
+    await expect(assistant.uploadFile({ filename: 'photo.txt', data: Buffer.from([0xff, 0xd8, 0x00, 0x10]) })).rejects.toThrow('text files only');
+    const log = await ctx.deps.database.db.selectFrom('openai_vector_store_logs').selectAll().where('operation', '=', 'upload_file').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    expect(log.error).toContain('text files only');
+  });
+});

@@ -1,0 +1,104 @@
+/**
+ * The assistant provider interface: SPEC's steps (create thread, create
+ * message, create run, retrieve run, list messages) plus the vector store the
+ * assistant searches. Two implementations: `openai` (DESIGN §2) and `local`,
+ * the offline default. Providers do not log; the AssistantService wraps every
+ * call and writes it to the step's log table, so each provider reports what it
+ * sent and received through the ProviderCall it is handed.
+ */
+
+/** Lets a provider report the exchange behind one call for the call log. */
+export interface ProviderCall {
+  request(body: unknown): void;
+  response(body: unknown, headers?: Headers | Record<string, string>): void;
+}
+
+export type RunStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'incomplete' | 'cancelled' | 'expired';
+export const FINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'incomplete', 'cancelled', 'expired']);
+
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface RunState {
+  id: string;
+  status: RunStatus;
+  /** Why the run did not complete, in words. */
+  error: string | null;
+  usage: TokenUsage | null;
+}
+
+export interface RunSettings {
+  instructions: string;
+  /** 0 = no limit. */
+  maxOutputTokens: number;
+  /** 0 = no limit. */
+  maxPromptTokens: number;
+  truncation: { type: 'auto' } | { type: 'last_messages'; lastMessages: number };
+}
+
+export interface Source {
+  file_id: string;
+  filename: string;
+}
+
+export interface Answer {
+  /** The provider's id of the assistant message. */
+  messageId: string;
+  text: string;
+  sources: Source[];
+}
+
+export interface VectorStoreInfo {
+  id: string;
+  name: string;
+  file_count: number;
+  created_at: string;
+}
+
+export interface StoredFile {
+  id: string;
+  filename: string;
+  bytes: number;
+  created_at: string;
+}
+
+export type ProviderKind = 'openai' | 'local';
+
+export interface AssistantProvider {
+  readonly kind: ProviderKind;
+  /** File name endings the vector store accepts. */
+  readonly acceptedFileTypes: readonly string[];
+
+  createThread(call: ProviderCall): Promise<string>;
+  createMessage(call: ProviderCall, threadId: string, text: string): Promise<string>;
+  createRun(call: ProviderCall, threadId: string, settings: RunSettings): Promise<RunState>;
+  retrieveRun(call: ProviderCall, threadId: string, runId: string): Promise<RunState>;
+  /** The answer the run produced (the newest assistant message of the thread). */
+  listMessages(call: ProviderCall, threadId: string, runId: string): Promise<Answer>;
+
+  listVectorStores(call: ProviderCall): Promise<VectorStoreInfo[]>;
+  /** The files in the assistant's vector store. */
+  listFiles(call: ProviderCall): Promise<StoredFile[]>;
+  /** Adds a file to the assistant's vector store and waits until it is searchable. */
+  uploadFile(call: ProviderCall, file: { filename: string; data: Buffer }): Promise<StoredFile & { vector_store_id: string }>;
+  /** Removes a file from the vector store (and the provider's file storage). */
+  deleteFile(call: ProviderCall, fileId: string): Promise<void>;
+}
+
+/** A provider call that failed in a way the user should hear about. */
+export class ProviderError extends Error {
+  readonly status: number | undefined;
+  readonly runStatus: RunStatus | undefined;
+  constructor(message: string, options: { status?: number; runStatus?: RunStatus; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'ProviderError';
+    this.status = options.status;
+    this.runStatus = options.runStatus;
+  }
+}
+
+/** A rough token count (about four characters per token) for limits and the offline provider's usage. */
+export const estimateTokens = (text: string) => Math.ceil(text.length / 4);
