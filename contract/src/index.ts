@@ -1,4 +1,5 @@
 export * from './auth.ts';
+export * from './chat.ts';
 export * from './config.ts';
 export * from './duration.ts';
 export * from './errors.ts';

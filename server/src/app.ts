@@ -5,7 +5,9 @@ import fastifyHelmet from '@fastify/helmet';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { registerAssistantRoutes } from './assistant/assistant.routes.ts';
 import { registerAuthRoutes } from './auth/auth.routes.ts';
+import { registerChatRoutes } from './chat/chat.routes.ts';
 import { registerConfigRoutes } from './config/config.routes.ts';
 import type { TrustProxy } from './config/env.ts';
 import type { Deps } from './deps.ts';
@@ -99,6 +101,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerHealthRoutes(app, deps);
   registerAuthRoutes(app, deps.auth);
   registerConfigRoutes(app, deps.config);
+  registerChatRoutes(app, deps.chat, deps.lastRefresh);
+  await registerAssistantRoutes(app, deps.assistant);
   app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await registerWebApp(app, {

@@ -2,14 +2,21 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pino from 'pino';
+import { AssistantService } from './assistant/assistant.service.ts';
+import { LocalProvider } from './assistant/local/local-provider.ts';
+import { OpenAIProvider } from './assistant/openai/openai-provider.ts';
+import type { AssistantProvider } from './assistant/provider.ts';
 import { AuthService } from './auth/auth.service.ts';
+import type { LastRefreshSource } from './chat/chat.routes.ts';
+import { ChatService } from './chat/chat.service.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { defaultConfig } from './config/defaults.ts';
 import { ConfigService } from './config/config.service.ts';
-import { REPO_ROOT, turnstileConfigured, type Env } from './config/env.ts';
+import { REPO_ROOT, turnstileConfigured, usesOpenAI, type Env } from './config/env.ts';
 import { rememberedSetting } from './db/app-settings.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { EventBus } from './events.ts';
 import type { HealthSources } from './health/health.routes.ts';
 import { Loggers } from './logging.ts';
 
@@ -21,6 +28,10 @@ export interface Deps {
   database: Database;
   config: ConfigService;
   auth: AuthService;
+  events: EventBus;
+  assistant: AssistantService;
+  chat: ChatService;
+  lastRefresh: LastRefreshSource;
   health: HealthSources;
   sessionSecret: string;
   version: string;
@@ -34,6 +45,8 @@ export interface DepsOptions {
   logDestination?: pino.DestinationStream;
   /** PostgreSQL schema to work in; tests use one per suite. */
   databaseSchema?: string;
+  /** Outgoing HTTP (Turnstile's siteverify); tests may stand in for it. */
+  fetch?: typeof fetch;
 }
 
 export const APP_VERSION: string = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')).version;
@@ -61,6 +74,35 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     const auth = new AuthService({ database, clock, logger: loggers.get('api') });
     const sessionSecret = env.SESSION_SECRET ?? (await loadOrCreateSessionSecret(database, clock));
 
+    const events = new EventBus();
+    const assistant = new AssistantService({
+      provider: createProvider(env, database, clock),
+      database,
+      clock,
+      logger: loggers.get('assistant'),
+      config: () => config.get(),
+    });
+    const chat = new ChatService({
+      database,
+      clock,
+      logger: loggers.get('chat'),
+      config,
+      assistant,
+      events,
+      turnstile:
+        env.TURNSTILE_SITE_KEY && env.TURNSTILE_SECRET_KEY ? { secretKey: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL } : null,
+      maxConcurrentRuns: env.MAX_CONCURRENT_RUNS,
+      fetch: options.fetch,
+    });
+    if (usesOpenAI(env) && !turnstileConfigured(env)) {
+      loggers
+        .get('app')
+        .warn(
+          'OPENAI_API_KEY is set but Turnstile is not configured: anyone can use the public chat and spend OpenAI tokens. ' +
+            'Set TURNSTILE_SITE_KEY and TURNSTILE_SECRET_KEY and enable verification on the Config screen.',
+        );
+    }
+
     return {
       env,
       clock,
@@ -68,6 +110,10 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       database,
       config,
       auth,
+      events,
+      assistant,
+      chat,
+      lastRefresh: { lastRefresh: async () => null },
       health: { queueSize: () => 0, discordGatewayConnected: () => false },
       sessionSecret,
       version: APP_VERSION,
@@ -82,3 +128,19 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
 /** The cookie-signing secret: generated on first start and kept in the database. */
 const loadOrCreateSessionSecret = (database: Database, clock: Clock) =>
   rememberedSetting(database.db, 'session_secret', clock().toISOString(), async () => randomBytes(48).toString('base64url'));
+
+/** OpenAI when a key is set, else the offline assistant. */
+function createProvider(env: Env, database: Database, clock: Clock): AssistantProvider {
+  if (env.OPENAI_API_KEY) {
+    return new OpenAIProvider({
+      apiKey: env.OPENAI_API_KEY,
+      baseURL: env.OPENAI_BASE_URL,
+      model: env.OPENAI_MODEL,
+      vectorStoreId: env.OPENAI_VECTOR_STORE_ID,
+      productName: env.PRODUCT_NAME,
+      database,
+      clock,
+    });
+  }
+  return new LocalProvider({ database, clock, timeZone: () => env.CONVENTION_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone });
+}

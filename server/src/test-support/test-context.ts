@@ -20,6 +20,7 @@ export interface TestContext {
 export interface TestContextOptions {
   env?: Record<string, string>;
   clock?: Clock;
+  fetch?: typeof fetch;
 }
 
 /** Which engine this run of the suite uses (set per Vitest project). */
@@ -69,7 +70,7 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
     WEB_DIST_DIR: path.join(tmpdir(), 'concierge-no-web-build'),
     ...options.env,
   });
-  const deps = await createDeps(env, { clock: options.clock, databaseSchema: database.schema });
+  const deps = await createDeps(env, { clock: options.clock, databaseSchema: database.schema, fetch: options.fetch });
   const app = await buildApp(deps);
   await app.ready();
   return {
@@ -112,4 +113,11 @@ export function manualClock(start = new Date('2026-03-13T15:00:00Z')) {
       now = date.getTime();
     },
   };
+}
+
+/** Uploads a file to the assistant's vector store through the admin API. */
+export async function uploadKnowledge(app: FastifyInstance, cookie: string, filename: string, content: string | Buffer) {
+  const form = new FormData();
+  form.append('file', new Blob([content]), filename);
+  return app.inject({ method: 'POST', url: '/api/openai/vector_store/upload', headers: { cookie }, payload: form });
 }

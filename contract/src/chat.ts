@@ -1,0 +1,107 @@
+import { z } from 'zod';
+
+export const CHAT_MESSAGE_MAX = 2500;
+export const FEEDBACK_DESCRIPTION_MAX = 500;
+export const FEEDBACK_OTHER_DESCRIPTION_MAX = 2000;
+export const FEEDBACK_DETAIL_MAX = 4000;
+
+export const FEEDBACK_TYPES = ['good', 'outdated', 'hallucinated', 'other'] as const;
+export type FeedbackType = (typeof FEEDBACK_TYPES)[number];
+
+/** Labels for admin chips and counts (SPEC §4). */
+export const FEEDBACK_TYPE_LABELS: Record<FeedbackType, string> = {
+  good: 'Good Response',
+  outdated: 'Outdated Information',
+  hallucinated: 'Incorrect Information',
+  other: 'Other',
+};
+
+/** The Provide Feedback dialog's choices (SPEC §5). */
+export const FEEDBACK_CHOICES: { type: FeedbackType; label: string; description: string }[] = [
+  { type: 'good', label: 'Good response', description: 'This response was helpful and accurate.' },
+  { type: 'outdated', label: 'Outdated information', description: 'This response contains outdated information.' },
+  { type: 'hallucinated', label: 'Incorrect information', description: 'This response contains factual errors.' },
+  { type: 'other', label: 'Other', description: 'Something else (please specify below).' },
+];
+
+export const SourceSchema = z.object({ file_id: z.string(), filename: z.string() });
+export type Source = z.infer<typeof SourceSchema>;
+
+export const ChatSendRequestSchema = z.object({
+  message: z
+    .string()
+    .trim()
+    .min(1, 'Message is empty')
+    .max(CHAT_MESSAGE_MAX, `Message must be at most ${CHAT_MESSAGE_MAX} characters`),
+  /** The verified token, or an empty string; the session's verification is what counts (DESIGN §7). */
+  token: z.string().max(4096).optional(),
+  /** The browser's id for this question, so a retry over flaky Wi-Fi is answered once. */
+  client_message_id: z
+    .string()
+    .trim()
+    .min(1)
+    .max(100)
+    .regex(/^[A-Za-z0-9_-]+$/, 'client_message_id may contain letters, digits, _ and - only')
+    .optional(),
+});
+export type ChatSendRequest = z.infer<typeof ChatSendRequestSchema>;
+
+/** SPEC §3 "Chat reply", plus the sources the answer cites. */
+export const ChatReplySchema = z.object({
+  success: z.boolean(),
+  response: z.string(),
+  feedback_id: z.number().nullable(),
+  error: z.string().nullable(),
+  sources: z.array(SourceSchema).optional(),
+});
+export type ChatReply = z.infer<typeof ChatReplySchema>;
+
+export const FeedbackRequestSchema = z
+  .object({
+    feedback_id: z.coerce.number().int().positive('feedback_id must be a message id'),
+    type: z.enum(FEEDBACK_TYPES, 'type must be one of good, outdated, hallucinated, other'),
+    description: z.string().optional(),
+    detail: z.string().max(FEEDBACK_DETAIL_MAX, `detail must be at most ${FEEDBACK_DETAIL_MAX} characters`).optional(),
+  })
+  .transform((value) => ({ ...value, description: value.description?.trim() || undefined }))
+  .superRefine((value, ctx) => {
+    const max = value.type === 'other' ? FEEDBACK_OTHER_DESCRIPTION_MAX : FEEDBACK_DESCRIPTION_MAX;
+    if (value.type === 'other' && !value.description) {
+      ctx.addIssue({ code: 'custom', path: ['description'], message: "Please provide details for 'Other' feedback" });
+    }
+    if (value.description && value.description.length > max) {
+      ctx.addIssue({ code: 'custom', path: ['description'], message: `description must be at most ${max} characters` });
+    }
+  });
+export type FeedbackRequest = z.infer<typeof FeedbackRequestSchema>;
+
+export const SuccessReplySchema = z.object({ success: z.boolean(), error: z.string().nullable().optional() });
+
+export const TurnstileVerifyRequestSchema = z.object({ token: z.string().max(4096).default('') });
+
+export const TurnstileEnabledReplySchema = z.object({
+  enabled: z.boolean(),
+  success: z.boolean(),
+  error: z.string().optional(),
+});
+
+export const LastRefreshReplySchema = z.union([
+  z.object({ success: z.literal(true), data: z.string() }),
+  z.object({ success: z.literal(false), error: z.string() }),
+]);
+
+/** One question and its answer, for restoring the conversation after a reload. */
+export const ChatExchangeSchema = z.object({
+  feedback_id: z.number(),
+  question: z.string(),
+  answer: z.string().nullable(),
+  error: z.string().nullable(),
+  state: z.string(),
+  sources: z.array(SourceSchema),
+  feedback_submitted: z.boolean(),
+  created_at: z.string(),
+});
+export type ChatExchange = z.infer<typeof ChatExchangeSchema>;
+
+export const ChatHistoryReplySchema = z.object({ success: z.literal(true), exchanges: z.array(ChatExchangeSchema) });
+export type ChatHistoryReply = z.infer<typeof ChatHistoryReplySchema>;

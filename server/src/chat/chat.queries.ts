@@ -1,0 +1,197 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import type { ChatRole } from '../db/schema/chat.ts';
+
+export const findSession = (db: Db, sessionId: string) =>
+  db.selectFrom('public_chat_sessions').selectAll().where('session_id', '=', sessionId).executeTakeFirst();
+
+export type SessionRow = NonNullable<Awaited<ReturnType<typeof findSession>>>;
+
+export async function insertSession(
+  db: Db,
+  session: { session_id: string; client_ip: string | null; user_agent: string | null; referer: string | null; verified: boolean; now: string; expires_at: string },
+): Promise<void> {
+  const { now, ...values } = session;
+  await db
+    .insertInto('public_chat_sessions')
+    .values({ ...values, verified_at: session.verified ? now : null, first_seen_at: now, last_seen_at: now, created_at: now, updated_at: now })
+    .execute();
+}
+
+export const markVerified = (db: Db, sessionId: string, now: string, expiresAt: string) =>
+  db
+    .updateTable('public_chat_sessions')
+    .set({ verified: true, verified_at: now, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now })
+    .where('session_id', '=', sessionId)
+    .execute();
+
+export const touchSession = (db: Db, sessionId: string, client: { client_ip: string | null; user_agent: string | null }, now: string, expiresAt: string) =>
+  db
+    .updateTable('public_chat_sessions')
+    .set({ ...client, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now })
+    .where('session_id', '=', sessionId)
+    .execute();
+
+/** Takes the session's single in-flight slot; false when a request already holds it (a stale hold is taken over). */
+export async function claimInFlight(db: Db, sessionId: string, now: string, staleBefore: string): Promise<boolean> {
+  const result = await db
+    .updateTable('public_chat_sessions')
+    .set({ in_flight_since: now })
+    .where('session_id', '=', sessionId)
+    .where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', staleBefore)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+export const releaseInFlight = (db: Db, sessionId: string) =>
+  db.updateTable('public_chat_sessions').set({ in_flight_since: null }).where('session_id', '=', sessionId).execute();
+
+export const setThread = (db: Db, sessionId: string, threadId: string, now: string) =>
+  db.updateTable('public_chat_sessions').set({ thread_id: threadId, updated_at: now }).where('session_id', '=', sessionId).execute();
+
+export const recordExchangeOnSession = (
+  db: Db,
+  sessionId: string,
+  outcome: { prompt_tokens: number; completion_tokens: number; total_tokens: number; error: string | null },
+  now: string,
+) =>
+  db
+    .updateTable('public_chat_sessions')
+    .set((eb) => ({
+      message_count: eb('message_count', '+', 1),
+      prompt_tokens: eb('prompt_tokens', '+', outcome.prompt_tokens),
+      completion_tokens: eb('completion_tokens', '+', outcome.completion_tokens),
+      total_tokens: eb('total_tokens', '+', outcome.total_tokens),
+      error: outcome.error,
+      updated_at: now,
+    }))
+    .where('session_id', '=', sessionId)
+    .execute();
+
+export async function insertMessage(
+  db: Db,
+  message: {
+    session_id: string;
+    role: ChatRole;
+    content: string;
+    response?: string | null;
+    state: string;
+    client_ip: string | null;
+    user_agent: string | null;
+    client_message_id?: string | null;
+    now: string;
+  },
+): Promise<number> {
+  const { now, ...values } = message;
+  const row = await db
+    .insertInto('public_chat_messages')
+    .values({ ...values, created_at: now, updated_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export const updateMessage = (
+  db: Db,
+  id: number,
+  changes: Partial<{
+    response: string | null;
+    state: string;
+    prompt_tokens: number;
+    completion_tokens: number;
+    total_tokens: number;
+    openai_message_id: string | null;
+    run_id: string | null;
+    run_status: string | null;
+    processing_duration_ms: number | null;
+    response_latency_ms: number | null;
+    sources: string | null;
+    error: string | null;
+  }> & { updated_at: string },
+) => db.updateTable('public_chat_messages').set(changes).where('id', '=', id).execute();
+
+export const findMessageByClientId = (db: Db, sessionId: string, clientMessageId: string) =>
+  db
+    .selectFrom('public_chat_messages')
+    .selectAll()
+    .where('session_id', '=', sessionId)
+    .where('client_message_id', '=', clientMessageId)
+    .where('role', '=', 'user')
+    .executeTakeFirst();
+
+export const findMessage = (db: Db, id: number) => db.selectFrom('public_chat_messages').selectAll().where('id', '=', id).executeTakeFirst();
+
+export type MessageRow = NonNullable<Awaited<ReturnType<typeof findMessage>>>;
+
+/** The session's questions (user rows carry the answer too), oldest first, with whether feedback was given. */
+export const sessionExchanges = (db: Db, sessionId: string, limit: number) =>
+  db
+    .selectFrom('public_chat_messages as message')
+    .select(['message.id', 'message.content', 'message.response', 'message.error', 'message.state', 'message.sources', 'message.created_at'])
+    .select((eb) =>
+      eb
+        .exists(eb.selectFrom('public_chat_feedback as feedback').select(sql`1`.as('one')).whereRef('feedback.public_chat_message_id', '=', 'message.id'))
+        .as('feedback_submitted'),
+    )
+    .where('message.session_id', '=', sessionId)
+    .where('message.role', '=', 'user')
+    .orderBy('message.id', 'desc')
+    .limit(limit)
+    .execute();
+
+export const insertFeedback = (
+  db: Db,
+  feedback: {
+    public_chat_message_id: number;
+    session_id: string;
+    type: string;
+    description: string | null;
+    detail: string | null;
+    client_ip: string | null;
+    user_agent: string | null;
+    now: string;
+  },
+) => {
+  const { now, ...values } = feedback;
+  return db
+    .insertInto('public_chat_feedback')
+    .values({ ...values, created_at: now, updated_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+};
+
+/** Counts one request in the identifier's current window; returns the count after it. */
+export async function countRequest(
+  db: Db,
+  window: { identifier: string; client_ip: string | null; window_start: string; window_end: string; max_requests: number; now: string },
+): Promise<{ request_count: number; max_requests: number }> {
+  const { now, ...values } = window;
+  return db
+    .insertInto('public_chat_rate_limits')
+    .values({ ...values, request_count: 1, limited: window.max_requests < 1, limited_at: window.max_requests < 1 ? now : null, created_at: now, updated_at: now })
+    .onConflict((conflict) =>
+      conflict.columns(['identifier', 'window_start']).doUpdateSet((eb) => {
+        const over = eb(eb('public_chat_rate_limits.request_count', '+', 1), '>', eb.ref('excluded.max_requests'));
+        return {
+          request_count: eb('public_chat_rate_limits.request_count', '+', 1),
+          max_requests: eb.ref('excluded.max_requests'),
+          limited: over.$castTo<boolean>(),
+          limited_at: eb.case().when(over).then(eb.fn.coalesce('public_chat_rate_limits.limited_at', eb.val(now))).else(eb.ref('public_chat_rate_limits.limited_at')).end(),
+          client_ip: eb.ref('excluded.client_ip'),
+          updated_at: now,
+        };
+      }),
+    )
+    .returning(['request_count', 'max_requests'])
+    .executeTakeFirstOrThrow();
+}
+
+/** Records a verification token as spent; false when it was presented before. */
+export async function spendToken(db: Db, tokenHash: string, now: string): Promise<boolean> {
+  const result = await db
+    .insertInto('spent_verification_tokens')
+    .values({ token_hash: tokenHash, created_at: now })
+    .onConflict((conflict) => conflict.column('token_hash').doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
+}

@@ -1,0 +1,97 @@
+import {
+  ChatHistoryReplySchema,
+  ChatReplySchema,
+  ChatSendRequestSchema,
+  FeedbackRequestSchema,
+  LastRefreshReplySchema,
+  SuccessReplySchema,
+  TurnstileEnabledReplySchema,
+  TurnstileVerifyRequestSchema,
+} from '@concierge/contract';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { SESSION_IDLE_MS, type ChatService, type ClientInfo } from './chat.service.ts';
+
+export const CHAT_COOKIE = 'concierge_chat';
+
+/** Where the time of the last schedule refresh comes from (the crawler, once it runs). */
+export interface LastRefreshSource {
+  lastRefresh(): Promise<string | null>;
+}
+
+const clientOf = (request: FastifyRequest): ClientInfo => ({
+  ip: request.ip || null,
+  userAgent: request.headers['user-agent']?.slice(0, 500) ?? null,
+  referer: request.headers.referer?.slice(0, 500) ?? null,
+});
+
+function chatSessionId(request: FastifyRequest): string | undefined {
+  const raw = request.cookies[CHAT_COOKIE];
+  if (!raw) return undefined;
+  const unsigned = request.unsignCookie(raw);
+  return unsigned.valid && unsigned.value ? unsigned.value : undefined;
+}
+
+function setChatCookie(request: FastifyRequest, reply: FastifyReply, sessionId: string): void {
+  if (chatSessionId(request) === sessionId) return;
+  reply.setCookie(CHAT_COOKIE, sessionId, {
+    signed: true,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: request.protocol === 'https',
+    path: '/',
+    maxAge: SESSION_IDLE_MS / 1000,
+  });
+}
+
+/** The public chat (SPEC §7 /public/chat/*) and an operator's test question (/api/chat/send). */
+export function registerChatRoutes(instance: FastifyInstance, chat: ChatService, lastRefresh: LastRefreshSource): void {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const tags = ['public chat'];
+
+  app.get('/public/chat/turnstile/enabled', { schema: { tags, response: { 200: TurnstileEnabledReplySchema } } }, async () => {
+    chat.ensureEnabled();
+    return { enabled: chat.verificationRequired(), success: true };
+  });
+
+  app.post(
+    '/public/chat/turnstile/verify',
+    { schema: { tags, body: TurnstileVerifyRequestSchema, response: { 200: SuccessReplySchema } } },
+    async (request, reply) => {
+      const sessionId = await chat.verify(chatSessionId(request), request.body.token, clientOf(request));
+      setChatCookie(request, reply, sessionId);
+      return { success: true, error: null };
+    },
+  );
+
+  app.post('/public/chat/send', { schema: { tags, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } }, async (request, reply) => {
+    const { sessionId, reply: answer } = await chat.send(chatSessionId(request), request.body, clientOf(request));
+    setChatCookie(request, reply, sessionId);
+    return answer;
+  });
+
+  app.post('/public/chat/feedback', { schema: { tags, body: FeedbackRequestSchema, response: { 200: SuccessReplySchema } } }, async (request) => {
+    await chat.feedback(chatSessionId(request), request.body, clientOf(request));
+    return { success: true, error: null };
+  });
+
+  app.get('/public/chat/history', { schema: { tags, response: { 200: ChatHistoryReplySchema } } }, async (request) => ({
+    success: true as const,
+    exchanges: await chat.history(chatSessionId(request)),
+  }));
+
+  app.get('/public/chat/last_refresh', { schema: { tags, response: { 200: LastRefreshReplySchema } } }, async () => {
+    const time = await lastRefresh.lastRefresh();
+    return time ? { success: true as const, data: time } : { success: false as const, error: 'The schedule has not been refreshed yet' };
+  });
+
+  app.post(
+    '/api/chat/send',
+    { schema: { tags: ['admin'], body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } },
+    async (request, reply) => {
+      const { sessionId, reply: answer } = await chat.send(chatSessionId(request), request.body, clientOf(request), 'admin_chat');
+      setChatCookie(request, reply, sessionId);
+      return answer;
+    },
+  );
+}

@@ -1,0 +1,52 @@
+import { EventEmitter } from 'node:events';
+
+/** One answered (or failed) question, as the Watch feed and metrics see it. */
+export interface AnswerEvent {
+  source: 'public_chat' | 'admin_chat';
+  session_id: string;
+  message_id: number;
+  prompt: string;
+  response: string | null;
+  error: string | null;
+  state: string;
+  run_id: string | null;
+  run_status: string | null;
+  thread_id: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  processing_duration_ms: number;
+  created_at: string;
+}
+
+interface Events {
+  answer: [AnswerEvent];
+}
+
+/**
+ * The in-process event bus: services publish what happened, other parts
+ * (the Watch feed, metrics) subscribe. A listener that throws is logged by
+ * the publisher's caller, never breaks the publisher.
+ */
+export class EventBus {
+  readonly #emitter = new EventEmitter<Events>();
+
+  constructor() {
+    this.#emitter.setMaxListeners(100);
+  }
+
+  publish<K extends keyof Events>(event: K, ...payload: Events[K]): void {
+    for (const listener of this.#emitter.listeners(event)) {
+      try {
+        (listener as (...args: Events[K]) => void)(...payload);
+      } catch {
+        // A subscriber's failure is its own; the publisher carries on.
+      }
+    }
+  }
+
+  subscribe<K extends keyof Events>(event: K, listener: (...payload: Events[K]) => void): () => void {
+    this.#emitter.on(event, listener as never);
+    return () => this.#emitter.off(event, listener as never);
+  }
+}
