@@ -4,3 +4,4 @@ export * from './config.ts';
 export * from './duration.ts';
 export * from './errors.ts';
 export * from './health.ts';
+export * from './lists.ts';

@@ -7,7 +7,7 @@ import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import type { Database } from '../db/database.ts';
 import { AppError, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
-import type { EventBus } from '../events.ts';
+import type { AnswerEvent, EventBus } from '../events.ts';
 import * as queries from './chat.queries.ts';
 import { verifyTurnstileToken } from './turnstile.ts';
 
@@ -311,7 +311,20 @@ export class ChatService {
         );
         await queries.recordExchangeOnSession(trx, session.session_id, { ...outcome, error: null }, finishedAt);
       });
-      this.#publish(source, session.session_id, messageId, request.message, result.answer.text, null, 'completed', result.runId, result.runStatus, threadId, outcome, processing);
+      this.#publish({
+        source,
+        session_id: session.session_id,
+        message_id: messageId,
+        prompt: request.message,
+        response: result.answer.text,
+        error: null,
+        state: 'completed',
+        run_id: result.runId,
+        run_status: result.runStatus,
+        thread_id: threadId,
+        ...outcome,
+        processing_duration_ms: processing,
+      });
       return { success: true, response: result.answer.text, feedback_id: messageId, error: null, sources: result.answer.sources };
     } catch (error) {
       const failure = describeFailure(error, ceiling);
@@ -330,7 +343,22 @@ export class ChatService {
       });
       await queries.recordExchangeOnSession(db, session.session_id, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, error: failure.logMessage }, finishedAt);
       this.#logger.warn({ err: error, sessionId: session.session_id, messageId }, 'public chat answer failed');
-      this.#publish(source, session.session_id, messageId, request.message, null, failure.logMessage, 'failed', lastRun?.id ?? null, runStatus, threadId, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }, processing);
+      this.#publish({
+        source,
+        session_id: session.session_id,
+        message_id: messageId,
+        prompt: request.message,
+        response: null,
+        error: failure.logMessage,
+        state: 'failed',
+        run_id: lastRun?.id ?? null,
+        run_status: runStatus,
+        thread_id: threadId,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        total_tokens: 0,
+        processing_duration_ms: processing,
+      });
       throw new AppError(failure.status, failure.code, failure.userMessage, { cause: error });
     }
   }
@@ -390,35 +418,8 @@ export class ChatService {
     return (await queries.findSession(this.#db, id))!;
   }
 
-  #publish(
-    source: ChatSource,
-    sessionId: string,
-    messageId: number,
-    prompt: string,
-    response: string | null,
-    error: string | null,
-    state: string,
-    runId: string | null,
-    runStatus: string | null,
-    threadId: string | null,
-    tokens: { prompt_tokens: number; completion_tokens: number; total_tokens: number },
-    processing: number,
-  ): void {
-    this.#options.events.publish('answer', {
-      source,
-      session_id: sessionId,
-      message_id: messageId,
-      prompt,
-      response,
-      error,
-      state,
-      run_id: runId,
-      run_status: runStatus,
-      thread_id: threadId,
-      ...tokens,
-      processing_duration_ms: processing,
-      created_at: this.#now().toISOString(),
-    });
+  #publish(event: Omit<AnswerEvent, 'created_at'>): void {
+    this.#options.events.publish('answer', { ...event, created_at: this.#now().toISOString() });
   }
 }
 

@@ -1,6 +1,7 @@
 import MiniSearch from 'minisearch';
 import { readEventMarker, readTimezoneMarker, stripMarkers } from '../knowledge-format.ts';
-import { zonedParts, type TimeWindow } from './time-window.ts';
+import { zonedParts } from '../../time-zone.ts';
+import type { TimeWindow } from './time-window.ts';
 
 /** A searchable passage of one knowledge file. */
 export interface Passage {

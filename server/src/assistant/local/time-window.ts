@@ -1,3 +1,5 @@
+import { WEEKDAYS, zonedParts, zonedTime } from '../../time-zone.ts';
+
 /**
  * Reads the time words of an attendee's question ("now", "next", "today",
  * "tonight", "tomorrow", "Saturday", "Saturday night") as a window of time in
@@ -14,7 +16,7 @@ export interface TimeWindow {
   to: Date;
 }
 
-const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
+
 const WEEKDAY_ALIASES: Record<string, number> = Object.fromEntries([
   ...WEEKDAYS.map((day, index) => [day, index] as const),
   ...['sun', 'mon', 'tue', 'tues', 'wed', 'thu', 'thur', 'thurs', 'fri', 'sat'].map(
@@ -27,42 +29,6 @@ const EVENING_HOUR = 17;
 /** Late-night events (until 4 am) still count as the evening before. */
 const NIGHT_ENDS_HOUR = 4;
 const NEXT_WINDOW_HOURS = 4;
-
-/** Calendar parts of an instant in a time zone. */
-export function zonedParts(date: Date, timeZone: string) {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    weekday: 'long',
-    hourCycle: 'h23',
-  }).formatToParts(date);
-  const get = (type: string) => parts.find((part) => part.type === type)?.value ?? '';
-  return {
-    year: Number(get('year')),
-    month: Number(get('month')),
-    day: Number(get('day')),
-    hour: Number(get('hour')),
-    minute: Number(get('minute')),
-    weekday: WEEKDAYS.indexOf(get('weekday').toLowerCase()),
-  };
-}
-
-/** The instant of a wall-clock time in a time zone (DST-safe to the hour). */
-export function zonedTime(year: number, month: number, day: number, hour: number, timeZone: string): Date {
-  const guess = Date.UTC(year, month - 1, day, hour);
-  // Correct by the zone's offset at the guess, then once more across a DST edge.
-  let result = guess;
-  for (let i = 0; i < 2; i++) {
-    const parts = zonedParts(new Date(result), timeZone);
-    const shown = Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute);
-    result += guess - shown;
-  }
-  return new Date(result);
-}
 
 /** The start of the local day `offsetDays` after `now`'s, plus `hour` hours. */
 function localDayAt(now: Date, timeZone: string, offsetDays: number, hour: number): Date {

@@ -3,6 +3,7 @@ import type { Migration } from 'kysely/migration';
 import type { Dialect } from '../database.ts';
 import * as foundation from './20261122T090000-foundation.ts';
 import * as assistantAndChat from './20261122T100000-assistant-and-chat.ts';
+import * as crawler from './20261122T110000-crawler.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -16,6 +17,7 @@ interface DialectMigration {
 const REGISTRY: Record<string, DialectMigration> = {
   '20261122T090000-foundation': foundation,
   '20261122T100000-assistant-and-chat': assistantAndChat,
+  '20261122T110000-crawler': crawler,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */

@@ -15,6 +15,7 @@ import type {
   SpentVerificationTokenTable,
 } from './chat.ts';
 import type { RuntimeConfigTable } from './config.ts';
+import type { CrawlerEventTable, CrawlerRunTable } from './crawler.ts';
 
 /** Every table of the database, by name. Later domains add theirs here. */
 export interface DB {
@@ -42,6 +43,9 @@ export interface DB {
   local_runs: LocalRunTable;
   local_vector_stores: LocalVectorStoreTable;
   local_files: LocalFileTable;
+
+  crawler_runs: CrawlerRunTable;
+  crawler_events: CrawlerEventTable;
 }
 
 export type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable, RuntimeConfigTable };

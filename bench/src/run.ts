@@ -1,0 +1,34 @@
+/**
+ * `npm run bench`: speed and size targets, each reported as a ratio against a
+ * baseline measured in the same run (never as absolute timings), so results
+ * compare across machines. Writes bench/results/latest.json.
+ *
+ *   npm run bench                 every benchmark
+ *   npm run bench -- bundle       only those whose name contains "bundle"
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { measureChatFirstLoad } from './bundle-size.ts';
+import { formatResult, passed, type BenchResult } from './report.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+const BENCHMARKS: { name: string; run: () => Promise<BenchResult[]> }[] = [
+  { name: 'bundle', run: async () => [measureChatFirstLoad(path.join(ROOT, 'web/dist'))] },
+];
+
+const filter = process.argv[2];
+const results: BenchResult[] = [];
+for (const bench of BENCHMARKS.filter((candidate) => !filter || candidate.name.includes(filter))) {
+  console.log(`--- ${bench.name}`);
+  for (const result of await bench.run()) {
+    results.push(result);
+    console.log(formatResult(result));
+  }
+}
+mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
+writeFileSync(path.join(ROOT, 'bench/results/latest.json'), `${JSON.stringify({ at: new Date().toISOString(), results }, null, 2)}\n`);
+const failures = results.filter((result) => !passed(result));
+console.log(`\n${results.length - failures.length}/${results.length} within target`);
+process.exit(failures.length > 0 ? 1 : 0);

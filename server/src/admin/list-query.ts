@@ -1,0 +1,64 @@
+import type { ListQuery } from '@concierge/contract';
+import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import { invalidField } from '../errors.ts';
+import { zonedTime } from '../time-zone.ts';
+
+export interface DateRange {
+  /** Inclusive lower bound (ISO). */
+  from?: string;
+  /** Exclusive upper bound (ISO): the end filter is inclusive, so this is just past it. */
+  before?: string;
+}
+
+/**
+ * The list's date range from either spelling (`date_from`/`date_to` or
+ * `start_date`/`end_date`), as instants. Values without a zone are read in
+ * the convention's zone; a date alone covers that whole day.
+ */
+export function dateRange(query: ListQuery, timeZone: string): DateRange {
+  const fromText = query.date_from ?? query.start_date;
+  const toText = query.date_to ?? query.end_date;
+  const range: DateRange = {};
+  if (fromText) range.from = toInstant(fromText, timeZone, 'start', query.date_from ? 'date_from' : 'start_date').toISOString();
+  if (toText) range.before = toInstant(toText, timeZone, 'end', query.date_to ? 'date_to' : 'end_date').toISOString();
+  if (range.from && range.before && range.from >= range.before) {
+    throw invalidField(query.date_to ? 'date_to' : 'end_date', 'must be after the start of the range');
+  }
+  return range;
+}
+
+function toInstant(text: string, timeZone: string, edge: 'start' | 'end', field: string): Date {
+  const dateOnly = /^(\d{4})-(\d\d)-(\d\d)$/.exec(text);
+  if (dateOnly) {
+    const [year, month, day] = [Number(dateOnly[1]), Number(dateOnly[2]), Number(dateOnly[3])];
+    const start = zonedTime(year, month, day + (edge === 'end' ? 1 : 0), 0, timeZone);
+    if (Number.isNaN(start.getTime())) throw invalidField(field, 'is not a real date');
+    return start;
+  }
+  const hasZone = /(Z|[+-]\d\d:?\d\d)$/.test(text);
+  const normalized = text.replace(' ', 'T');
+  let instant: Date;
+  if (hasZone) {
+    instant = new Date(normalized);
+  } else {
+    const match = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(?::(\d\d)(?:\.(\d+))?)?$/.exec(normalized);
+    if (!match) throw invalidField(field, 'must be an ISO 8601 date or date-time');
+    const base = zonedTime(Number(match[1]), Number(match[2]), Number(match[3]), Number(match[4]), timeZone);
+    const extraMs = Number(match[5]) * 60_000 + Number(match[6] ?? 0) * 1000 + Number((match[7] ?? '0').padEnd(3, '0').slice(0, 3));
+    instant = new Date(base.getTime() + extraMs);
+  }
+  if (Number.isNaN(instant.getTime())) throw invalidField(field, 'is not a real date or time');
+  // An inclusive end given to the minute covers that whole minute.
+  if (edge === 'end') instant = new Date(instant.getTime() + (/T\d\d:\d\d$/.test(normalized) ? 60_000 : 1));
+  return instant;
+}
+
+/** Case-insensitive "contains" on a column, the same on SQLite and PostgreSQL (LIKE wildcards in the value are literal). */
+export function containsText(column: string, value: string): RawBuilder<SqlBool> {
+  const pattern = `%${value.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+  return sql<SqlBool>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`;
+}
+
+/** `column is [not] null` as an expression, for has_error filters. */
+export const isPresent = (column: string, present: boolean): Expression<SqlBool> =>
+  present ? sql<SqlBool>`${sql.ref(column)} is not null` : sql<SqlBool>`${sql.ref(column)} is null`;

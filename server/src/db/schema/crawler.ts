@@ -1,0 +1,49 @@
+import type { Generated } from 'kysely';
+
+export interface CrawlerRunTable {
+  id: Generated<number>;
+  url: string;
+  hash: string | null;
+  /** Name of the knowledge document uploaded for this run. */
+  file: string | null;
+  /** Comma-separated track names. */
+  tracks: string | null;
+  error: string | null;
+  event_count: Generated<number>;
+  speaker_count: Generated<number>;
+  forced: Generated<boolean>;
+  format: string | null;
+  time_zone: string | null;
+  changes: string | null;
+  file_id: string | null;
+  etag: string | null;
+  last_modified: string | null;
+  duration_ms: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CrawlerEventTable {
+  id: Generated<number>;
+  crawler_run_id: number;
+  uid: string;
+  track: string | null;
+  /** The title. */
+  what: string;
+  /** Minutes. */
+  duration: number | null;
+  /** The time as attendees read it, e.g. "Sat 14 Mar 19:00–21:00". */
+  when: string | null;
+  /** The room. */
+  where: string | null;
+  /** Comma-separated names. */
+  speakers: string | null;
+  start_at: string;
+  end_at: string | null;
+  /** The local day, e.g. "2026-03-14". */
+  date: string | null;
+  description: string | null;
+  status: string;
+  created_at: string;
+  updated_at: string;
+}
