@@ -105,3 +105,147 @@ export const RefreshReplySchema = z.object({
   changes: z.number().nullable(),
   message: z.string(),
 });
+
+const IdText = z.string().trim().min(1).max(200, 'must be at most 200 characters').optional();
+
+export const PublicChatMessagesQuerySchema = ListQuerySchema.extend({
+  session_id: IdText,
+  role: z.enum(['user', 'assistant'], 'must be user or assistant').optional(),
+  state: z.string().trim().max(30).optional(),
+});
+
+export const PublicChatSessionsQuerySchema = ListQuerySchema.extend({
+  session_id: IdText,
+  client_ip: IdText,
+  thread_id: IdText,
+  active: BooleanParam.optional(),
+  has_error: BooleanParam.optional(),
+});
+
+export const PublicChatRateLimitsQuerySchema = ListQuerySchema.extend({
+  identifier: IdText,
+  client_ip: IdText,
+  limited: BooleanParam.optional(),
+});
+
+/** The five AI call logs; `message_id` is the screen's name for `public_chat_message_id`. */
+export const ProviderLogsQuerySchema = ListQuerySchema.extend({
+  session_id: IdText,
+  public_chat_message_id: z.coerce.number('must be a message id').int().positive().optional(),
+  message_id: z.coerce.number('must be a message id').int().positive().optional(),
+  client_ip: IdText,
+  has_error: BooleanParam.optional(),
+});
+
+export const FeedbackQuerySchema = ListQuerySchema.extend({
+  session_id: IdText,
+  message_id: z.coerce.number('must be a message id').int().positive().optional(),
+  type: z.enum(['good', 'outdated', 'hallucinated', 'other'], 'must be good, outdated, hallucinated or other').optional(),
+});
+
+export const FeedbackItemSchema = z.object({
+  id: z.number(),
+  public_chat_message_id: z.number(),
+  session_id: z.string(),
+  type: z.string(),
+  description: z.string().nullable(),
+  detail: z.string().nullable(),
+  client_ip: z.string().nullable(),
+  user_agent: z.string().nullable(),
+  created_at: z.string(),
+});
+export type FeedbackItem = z.infer<typeof FeedbackItemSchema>;
+
+export const PublicChatMessageSchema = z.object({
+  id: z.number(),
+  session_id: z.string(),
+  role: z.enum(['user', 'assistant']),
+  content: z.string(),
+  response: z.string().nullable(),
+  state: z.string(),
+  prompt_tokens: z.number(),
+  completion_tokens: z.number(),
+  total_tokens: z.number(),
+  client_ip: z.string().nullable(),
+  user_agent: z.string().nullable(),
+  openai_message_id: z.string().nullable(),
+  run_id: z.string().nullable(),
+  run_status: z.string().nullable(),
+  processing_duration_ms: z.number().nullable(),
+  response_latency_ms: z.number().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  error: z.string().nullable(),
+  feedback_count: z.number(),
+  feedback: z.array(FeedbackItemSchema),
+});
+export type PublicChatMessage = z.infer<typeof PublicChatMessageSchema>;
+
+export const PublicChatSessionSchema = z.object({
+  id: z.number(),
+  session_id: z.string(),
+  client_ip: z.string().nullable(),
+  user_agent: z.string().nullable(),
+  referer: z.string().nullable(),
+  thread_id: z.string().nullable(),
+  message_count: z.number(),
+  total_tokens: z.number(),
+  active: z.boolean(),
+  verified: z.boolean(),
+  first_seen_at: z.string(),
+  last_seen_at: z.string(),
+  expires_at: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  error: z.string().nullable(),
+});
+export type PublicChatSession = z.infer<typeof PublicChatSessionSchema>;
+
+export const RateLimitSchema = z.object({
+  id: z.number(),
+  identifier: z.string(),
+  client_ip: z.string().nullable(),
+  window_start: z.string(),
+  window_end: z.string(),
+  request_count: z.number(),
+  max_requests: z.number(),
+  limited: z.boolean(),
+  limited_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  notes: z.string().nullable(),
+});
+export type RateLimit = z.infer<typeof RateLimitSchema>;
+
+export const ProviderLogSchema = z.object({
+  id: z.number(),
+  session_id: z.string().nullable(),
+  public_chat_message_id: z.number().nullable(),
+  client_ip: z.string().nullable(),
+  user_agent: z.string().nullable(),
+  request_started: z.string(),
+  request_ended: z.string().nullable(),
+  request_body: z.string().nullable(),
+  response_body: z.string().nullable(),
+  response_headers: z.string().nullable(),
+  error: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ProviderLog = z.infer<typeof ProviderLogSchema>;
+
+export const PublicChatMessagesReplySchema = z.object({ messages: z.array(PublicChatMessageSchema), returned_count: z.number() });
+export const PublicChatSessionsReplySchema = z.object({ sessions: z.array(PublicChatSessionSchema), returned_count: z.number() });
+export const RateLimitsReplySchema = z.object({ rate_limits: z.array(RateLimitSchema), returned_count: z.number() });
+export const ProviderLogsReplySchema = z.object({ logs: z.array(ProviderLogSchema), returned_count: z.number() });
+export const FeedbackReplySchema = z.object({ feedback: z.array(FeedbackItemSchema), returned_count: z.number() });
+
+/** The five log screens: route suffix → SPEC's title. */
+export const PROVIDER_LOG_KINDS = {
+  create_thread: 'OpenAI Create Thread Logs',
+  create_message: 'OpenAI Create Message Logs',
+  create_run: 'OpenAI Create Run Logs',
+  retrieve_run: 'OpenAI Retrieve Run Logs',
+  list_messages: 'OpenAI List Messages Logs',
+} as const;
+export type ProviderLogKind = keyof typeof PROVIDER_LOG_KINDS;

@@ -5,6 +5,7 @@ import fastifyHelmet from '@fastify/helmet';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { registerMonitoringRoutes } from './admin/monitoring.routes.ts';
 import { registerAssistantRoutes } from './assistant/assistant.routes.ts';
 import { registerAuthRoutes } from './auth/auth.routes.ts';
 import { registerChatRoutes } from './chat/chat.routes.ts';
@@ -103,6 +104,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerConfigRoutes(app, deps.config);
   registerChatRoutes(app, deps.chat, deps.lastRefresh);
   await registerAssistantRoutes(app, deps.assistant);
+  registerMonitoringRoutes(app, deps);
   app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await registerWebApp(app, {

@@ -32,6 +32,8 @@ export interface Deps {
   assistant: AssistantService;
   chat: ChatService;
   lastRefresh: LastRefreshSource;
+  /** The convention's IANA time zone: CONVENTION_TIMEZONE, else the schedule's own, else the server's. */
+  timeZone(): string;
   health: HealthSources;
   sessionSecret: string;
   version: string;
@@ -114,6 +116,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       assistant,
       chat,
       lastRefresh: { lastRefresh: async () => null },
+      timeZone: () => env.CONVENTION_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
       health: { queueSize: () => 0, discordGatewayConnected: () => false },
       sessionSecret,
       version: APP_VERSION,

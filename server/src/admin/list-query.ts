@@ -27,7 +27,17 @@ export function dateRange(query: ListQuery, timeZone: string): DateRange {
   return range;
 }
 
+/** True when year-month-day (and hour:minute) name a real calendar date and time. */
+function isRealDate(text: string): boolean {
+  const match = /^(\d{4})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d))?/.exec(text);
+  if (!match) return false;
+  const [year, month, day, hour, minute] = match.slice(1).map((part) => Number(part ?? 0)) as [number, number, number, number, number];
+  const probe = new Date(Date.UTC(year, month - 1, day));
+  return probe.getUTCFullYear() === year && probe.getUTCMonth() === month - 1 && probe.getUTCDate() === day && hour < 24 && minute < 60;
+}
+
 function toInstant(text: string, timeZone: string, edge: 'start' | 'end', field: string): Date {
+  if (!isRealDate(text)) throw invalidField(field, 'is not a real date or time');
   const dateOnly = /^(\d{4})-(\d\d)-(\d\d)$/.exec(text);
   if (dateOnly) {
     const [year, month, day] = [Number(dateOnly[1]), Number(dateOnly[2]), Number(dateOnly[3])];
