@@ -1,0 +1,31 @@
+import { lazy, type ComponentType, type LazyExoticComponent } from 'react';
+
+/** A console screen: its route under /admin, its title, and its lazily loaded page. */
+export interface AdminScreen {
+  path: string;
+  title: string;
+  page: LazyExoticComponent<ComponentType<{ title: string }>>;
+}
+
+const comingSoon = lazy(() => import('./placeholder/ComingSoonPage.tsx'));
+
+/** Every console route of SPEC §2 except login and setup. */
+export const ADMIN_SCREENS: AdminScreen[] = [
+  { path: 'status', title: 'System Status', page: comingSoon },
+  { path: 'commands', title: 'Control Panel', page: comingSoon },
+  { path: 'config', title: 'Bot Config', page: comingSoon },
+  { path: 'users', title: 'Users List', page: comingSoon },
+  { path: 'watch', title: 'Watch', page: comingSoon },
+  { path: 'ask_commands', title: 'Ask Commands', page: comingSoon },
+  { path: 'discord_messages', title: 'Discord Messages', page: comingSoon },
+  { path: 'public_chat_messages', title: 'Public Chat Messages', page: comingSoon },
+  { path: 'public_chat_sessions', title: 'Public Chat Sessions', page: comingSoon },
+  { path: 'public_chat_rate_limits', title: 'Public Chat Rate Limits', page: comingSoon },
+  { path: 'public_chat_openai_create_thread', title: 'OpenAI Create Thread Logs', page: comingSoon },
+  { path: 'public_chat_openai_create_message', title: 'OpenAI Create Message Logs', page: comingSoon },
+  { path: 'public_chat_openai_create_run', title: 'OpenAI Create Run Logs', page: comingSoon },
+  { path: 'public_chat_openai_retrieve_run', title: 'OpenAI Retrieve Run Logs', page: comingSoon },
+  { path: 'public_chat_openai_list_messages', title: 'OpenAI List Messages Logs', page: comingSoon },
+  { path: 'crawler_runs', title: 'Crawler Runs', page: comingSoon },
+  { path: 'crawler_events', title: 'Crawler Events', page: comingSoon },
+];

@@ -1,0 +1,146 @@
+import type { ChatHistoryReply, ChatReply, FeedbackType, Source } from '@concierge/contract';
+import { ApiError, api } from '../api/client.ts';
+
+/** SPEC §9 time limits of the public chat's calls. */
+export const TIMEOUTS = { send: 120_000, verify: 10_000, enabled: 5_000, feedback: 10_000, history: 10_000 } as const;
+
+/** SPEC §8's texts for the public chat. */
+export const CHAT_TEXT = {
+  sendFailed: 'Failed to get response from assistant',
+  timeout:
+    'The request timed out. The AI assistant may be taking longer than usual to respond. Please try again with a shorter message or wait a moment.',
+  interrupted: 'Connection was interrupted while processing your request. This may be due to a server timeout. Please try again.',
+  rateLimited: "You've reached the rate limit. Please wait a moment before sending another message.",
+  inFlight: 'Another request is already in progress. Please wait for it to complete before sending a new message.',
+  verificationFailed: 'Security verification failed. Please refresh the page to verify again.',
+  unavailable: 'The chat service is currently unavailable. Please try again later.',
+  serverError: 'Server error occurred. Please try again in a moment.',
+  unknown: 'Sorry, I encountered an error processing your request. Please try again.',
+  verifyFirst: 'Please complete the security verification before sending a message.',
+  noSession: 'Session not initialized. Please refresh the page.',
+  invalidToken: 'Invalid verification token',
+  tooManyVerifications: 'Too many verification attempts. Please try again later.',
+  verifyTimeout: 'Verification timeout. Please try again.',
+  verifyOther: 'Verification failed. Please try again.',
+  refreshHint: 'Please refresh the page to try again.',
+  verificationExpired: 'Verification expired. Please verify again.',
+  disabled: 'Public chat is currently disabled',
+  enabledCheckFailed: 'Failed to check turnstile status',
+  feedbackInvalid: 'Invalid feedback data',
+  feedbackSession: 'No valid session. Please refresh the page.',
+  feedbackNotFound: 'Message not found or does not belong to your session',
+  feedbackTimeout: 'Request timeout. Please try again.',
+  feedbackOther: 'Failed to submit feedback. Please try again.',
+} as const;
+
+export type SendOutcome = { ok: true; response: string; feedbackId: number | null; sources: Source[] } | { ok: false; error: string };
+
+/** How a failed send reads to the visitor (SPEC §8 "Chat send"). */
+export function sendErrorText(error: unknown): string {
+  if (!(error instanceof ApiError)) return CHAT_TEXT.unknown;
+  if (error.kind === 'timeout') return CHAT_TEXT.timeout;
+  if (error.kind === 'network') return CHAT_TEXT.interrupted;
+  switch (error.status) {
+    case 429:
+      return CHAT_TEXT.rateLimited;
+    case 409:
+      return CHAT_TEXT.inFlight;
+    case 403:
+      return CHAT_TEXT.verificationFailed;
+    case 503:
+      return CHAT_TEXT.unavailable;
+  }
+  if (error.status >= 500) return CHAT_TEXT.serverError;
+  return CHAT_TEXT.unknown;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits before re-sending after a dropped connection (flaky convention Wi-Fi). */
+const RETRY_DELAYS_MS = [1500, 4000];
+
+/**
+ * Sends one question. A dropped connection is retried with the same
+ * client_message_id, so the server answers it once and a retry gets the
+ * stored answer.
+ */
+export async function sendMessage(message: string, token: string, clientMessageId: string): Promise<SendOutcome> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const reply = await api.post<ChatReply | ''>('/public/chat/send', {
+        body: { message, token, client_message_id: clientMessageId },
+        timeoutMs: TIMEOUTS.send,
+      });
+      if (!reply || typeof reply !== 'object') return { ok: false, error: CHAT_TEXT.interrupted };
+      if (!reply.success) return { ok: false, error: reply.error ? `Error: ${reply.error}` : CHAT_TEXT.sendFailed };
+      if (!reply.response) return { ok: false, error: CHAT_TEXT.interrupted };
+      return { ok: true, response: reply.response, feedbackId: reply.feedback_id, sources: reply.sources ?? [] };
+    } catch (error) {
+      const delay = RETRY_DELAYS_MS[attempt];
+      if (error instanceof ApiError && error.kind === 'network' && delay !== undefined) {
+        await sleep(delay);
+        continue;
+      }
+      return { ok: false, error: sendErrorText(error) };
+    }
+  }
+}
+
+export type EnabledOutcome = { kind: 'enabled' } | { kind: 'not_required' } | { kind: 'disabled' } | { kind: 'check_failed' };
+
+/** SPEC §8: 503 → disabled; any other failure → "Failed to check turnstile status" with verification on. */
+export async function checkVerificationEnabled(): Promise<EnabledOutcome> {
+  try {
+    const reply = await api.get<{ enabled: boolean }>('/public/chat/turnstile/enabled', { timeoutMs: TIMEOUTS.enabled });
+    return reply.enabled ? { kind: 'enabled' } : { kind: 'not_required' };
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 503) return { kind: 'disabled' };
+    return { kind: 'check_failed' };
+  }
+}
+
+/** Presents a Turnstile token (or '' when verification is off); resolves to an error text or null. */
+export async function verifyToken(token: string): Promise<string | null> {
+  try {
+    await api.post('/public/chat/turnstile/verify', { body: { token }, timeoutMs: TIMEOUTS.verify });
+    return null;
+  } catch (error) {
+    if (!(error instanceof ApiError)) return CHAT_TEXT.verifyOther;
+    if (error.kind === 'timeout') return CHAT_TEXT.verifyTimeout;
+    if (error.status === 400) return CHAT_TEXT.invalidToken;
+    if (error.status === 429) return CHAT_TEXT.tooManyVerifications;
+    if (error.status === 503) return CHAT_TEXT.disabled;
+    return CHAT_TEXT.verifyOther;
+  }
+}
+
+export async function loadHistory(): Promise<ChatHistoryReply['exchanges']> {
+  try {
+    return (await api.get<ChatHistoryReply>('/public/chat/history', { timeoutMs: TIMEOUTS.history })).exchanges;
+  } catch {
+    return [];
+  }
+}
+
+/** Resolves to null on success, else the text to show (SPEC §8 "Feedback submit"). */
+export async function submitFeedback(feedbackId: number, type: FeedbackType, description: string): Promise<string | null> {
+  try {
+    const trimmed = description.trim();
+    await api.post('/public/chat/feedback', {
+      body: { feedback_id: feedbackId, type, ...(trimmed ? { description: trimmed } : {}), detail: navigator.userAgent.slice(0, 200) },
+      timeoutMs: TIMEOUTS.feedback,
+    });
+    return null;
+  } catch (error) {
+    if (!(error instanceof ApiError)) return 'An unexpected error occurred';
+    if (error.kind === 'timeout') return CHAT_TEXT.feedbackTimeout;
+    switch (error.status) {
+      case 400:
+        return CHAT_TEXT.feedbackInvalid;
+      case 401:
+        return CHAT_TEXT.feedbackSession;
+      case 404:
+        return CHAT_TEXT.feedbackNotFound;
+    }
+    return CHAT_TEXT.feedbackOther;
+  }
+}
