@@ -1,3 +1,4 @@
+import ChatBubbleOutline from '@mui/icons-material/ChatBubbleOutlineOutlined';
 import InfoOutlined from '@mui/icons-material/InfoOutlined';
 import KeyboardArrowDown from '@mui/icons-material/KeyboardArrowDown';
 import MenuIcon from '@mui/icons-material/Menu';
@@ -38,7 +39,7 @@ export function TopBar() {
     <>
       <AppBar position="sticky" color="primary">
         <Toolbar sx={{ gap: 1, minHeight: { xs: 56 } }}>
-          {showNav && !wide && <CompactNav />}
+          {showNav && !wide && <CompactNav username={username!} />}
           <Typography
             component={RouterLink}
             to={signedIn ? '/admin/status' : '/chat'}
@@ -55,12 +56,12 @@ export function TopBar() {
           </Tooltip>
           <Box sx={{ flexGrow: 1 }} />
           {showNav && wide && NAV_GROUPS.map((group) => <GroupMenu key={group.label} group={group} />)}
-          {showChatLink && (
-            <Button color="inherit" component={RouterLink} to="/chat">
+          {showChatLink && (wide || !signedIn) && (
+            <Button color="inherit" component={RouterLink} to="/chat" startIcon={<ChatBubbleOutline />} sx={{ whiteSpace: 'nowrap' }}>
               Public Chat
             </Button>
           )}
-          {signedIn && <LogoutButton username={username!} compact={!wide} />}
+          {signedIn && wide && <LogoutButton username={username!} />}
         </Toolbar>
       </AppBar>
       <InfoDialog open={infoOpen} onClose={() => setInfoOpen(false)} />
@@ -98,48 +99,65 @@ function GroupMenu({ group }: { group: NavGroup }) {
   );
 }
 
-/** Everything in one menu on small screens. */
-function CompactNav() {
+/** Everything in one menu on small screens, with the chat link and 'Log out (username)' at the end. */
+function CompactNav({ username }: { username: string }) {
   const [anchor, setAnchor] = useState<HTMLElement | null>(null);
   const { pathname } = useLocation();
+  const signOut = useSignOut();
+  const close = () => setAnchor(null);
   return (
     <>
       <IconButton color="inherit" edge="start" aria-label="Open navigation" onClick={(event) => setAnchor(event.currentTarget)}>
         <MenuIcon />
       </IconButton>
-      <Menu anchorEl={anchor} open={Boolean(anchor)} onClose={() => setAnchor(null)} slotProps={{ paper: { sx: { maxHeight: '80vh', minWidth: 240 } } }}>
+      <Menu anchorEl={anchor} open={Boolean(anchor)} onClose={close} slotProps={{ paper: { sx: { maxHeight: '80vh', minWidth: 240 } } }}>
         {NAV_GROUPS.flatMap((group, index) => [
           ...(index > 0 ? [<Divider key={`${group.label}-divider`} />] : []),
           <ListSubheader key={`${group.label}-header`} sx={{ lineHeight: '32px' }}>
             {group.label}
           </ListSubheader>,
           ...group.items.map((item) => (
-            <MenuItem key={item.path} component={RouterLink} to={item.path} selected={pathname === item.path} onClick={() => setAnchor(null)}>
+            <MenuItem key={item.path} component={RouterLink} to={item.path} selected={pathname === item.path} onClick={close}>
               {item.label}
             </MenuItem>
           )),
         ])}
+        <Divider />
+        <MenuItem component={RouterLink} to="/chat" onClick={close}>
+          Public Chat
+        </MenuItem>
+        <MenuItem
+          onClick={() => {
+            close();
+            void signOut();
+          }}
+        >
+          Log out ({username})
+        </MenuItem>
       </Menu>
     </>
   );
 }
 
-function LogoutButton({ username, compact }: { username: string; compact: boolean }) {
+/** Signs out and goes to the login screen. */
+function useSignOut() {
   const navigate = useNavigate();
   const forget = useForgetLogin();
-  const signOut = async () => {
+  return async () => {
     try {
       await logout();
     } finally {
       forget();
-      navigate('/admin/login', { replace: true });
+      void navigate('/admin/login', { replace: true });
     }
   };
+}
+
+function LogoutButton({ username }: { username: string }) {
+  const signOut = useSignOut();
   return (
-    <Button color="inherit" variant="outlined" size="small" onClick={signOut} sx={{ ml: 1, whiteSpace: 'nowrap', maxWidth: compact ? 160 : 'none' }}>
-      <Box component="span" sx={{ overflow: 'hidden', textOverflow: 'ellipsis' }}>
-        Log out ({username})
-      </Box>
+    <Button color="inherit" variant="outlined" size="small" onClick={() => void signOut()} sx={{ ml: 1, whiteSpace: 'nowrap' }}>
+      Log out ({username})
     </Button>
   );
 }

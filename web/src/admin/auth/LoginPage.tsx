@@ -1,4 +1,4 @@
-import { Alert, Button, Stack, TextField } from '@mui/material';
+import { Button, Stack, TextField } from '@mui/material';
 import { useQueryClient } from '@tanstack/react-query';
 import { useSnackbar } from 'notistack';
 import { useState, type FormEvent } from 'react';
@@ -15,7 +15,7 @@ export default function LoginPage() {
   const { enqueueSnackbar } = useSnackbar();
   const queryClient = useQueryClient();
   const navigate = useNavigate();
-  const { state } = useLocation() as { state: { notice?: string; from?: string } | null };
+  const { state } = useLocation() as { state: { from?: string } | null };
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -37,7 +37,6 @@ export default function LoginPage() {
   return (
     <AuthCard title="Sign in">
       <Stack component="form" spacing={2} onSubmit={submit}>
-        {state?.notice && <Alert severity="success">{state.notice}</Alert>}
         <TextField label="Username" value={username} onChange={(event) => setUsername(event.target.value)} required autoComplete="username" autoFocus />
         <TextField label="Password" type="password" value={password} onChange={(event) => setPassword(event.target.value)} required autoComplete="current-password" />
         <Button type="submit" variant="contained" size="large" disabled={busy}>

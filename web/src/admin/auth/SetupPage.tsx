@@ -16,6 +16,7 @@ export default function SetupPage() {
   const [confirm, setConfirm] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState(false);
   const { enqueueSnackbar } = useSnackbar();
   const queryClient = useQueryClient();
   const navigate = useNavigate();
@@ -30,8 +31,7 @@ export default function SetupPage() {
     setBusy(true);
     try {
       await createAdmin({ username, password, confirm_password: confirm });
-      queryClient.setQueryData(authKeys.setup, { required: false });
-      navigate('/admin/login', { replace: true, state: { notice: SETUP_DONE } });
+      setDone(true);
     } catch (caught) {
       if (caught instanceof ApiError && caught.status >= 400 && caught.status < 500 && caught.serverMessage) {
         setError(caught.serverMessage);
@@ -42,6 +42,24 @@ export default function SetupPage() {
       setBusy(false);
     }
   };
+
+  if (done) {
+    const toLogin = () => {
+      // Setup is no longer required: the setup route goes away with this.
+      queryClient.setQueryData(authKeys.setup, { required: false });
+      void navigate('/admin/login', { replace: true });
+    };
+    return (
+      <AuthCard title="First-Time Setup">
+        <Stack spacing={2}>
+          <Alert severity="success">{SETUP_DONE}</Alert>
+          <Button variant="contained" size="large" onClick={toLogin} autoFocus>
+            Go to sign in
+          </Button>
+        </Stack>
+      </AuthCard>
+    );
+  }
 
   return (
     <AuthCard title="First-Time Setup" subtitle="Create your admin account to get started.">

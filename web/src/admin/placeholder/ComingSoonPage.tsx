@@ -13,7 +13,7 @@ export default function ComingSoonPage({ title }: { title: string }) {
         <CardContent>
           <Stack direction="row" spacing={2} sx={{ alignItems: 'center' }}>
             <ConstructionOutlined color="action" />
-            <Typography color="text.secondary">This screen is on its way. Everything else in the menu works as soon as it lands.</Typography>
+            <Typography color="text.secondary">This screen is not available yet.</Typography>
           </Stack>
         </CardContent>
       </Card>
