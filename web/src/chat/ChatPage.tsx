@@ -173,7 +173,7 @@ export function ChatPage() {
         </Stack>
       </Box>
       <Box sx={{ position: 'sticky', bottom: 0, bgcolor: 'background.default', borderTop: 1, borderColor: 'divider', px: { xs: 1.5, sm: 3 }, pt: 1.5, pb: 'max(12px, env(safe-area-inset-bottom))' }}>
-        <ReadinessNotice readiness={readiness} onVerified={onVerified} onExpired={() => {
+        <ReadinessNotice readiness={readiness} verificationOn={verificationOn} onVerified={onVerified} onExpired={() => {
           setVerifiedToken('');
           setReadiness({ kind: 'needs_verification', error: CHAT_TEXT.verificationExpired });
         }} onWidgetError={() => {
@@ -187,13 +187,12 @@ export function ChatPage() {
             onChange={(event) => setInput(event.target.value.slice(0, CHAT_MESSAGE_MAX))}
             onKeyDown={onKeyDown}
             placeholder="Ask about panels, guests, rooms…"
-            aria-label="Your question"
             multiline
             minRows={1}
             maxRows={2}
             fullWidth
             disabled={inputDisabled}
-            slotProps={{ htmlInput: { maxLength: CHAT_MESSAGE_MAX } }}
+            slotProps={{ htmlInput: { maxLength: CHAT_MESSAGE_MAX, 'aria-label': 'Your question' } }}
             sx={{ bgcolor: 'background.paper', borderRadius: 3, '& fieldset': { borderRadius: 3 } }}
           />
           <IconButton
@@ -213,11 +212,13 @@ export function ChatPage() {
 
 function ReadinessNotice({
   readiness,
+  verificationOn,
   onVerified,
   onExpired,
   onWidgetError,
 }: {
   readiness: Readiness;
+  verificationOn: boolean;
   onVerified: (token: string) => void;
   onExpired: () => void;
   onWidgetError: () => void;
@@ -236,8 +237,10 @@ function ReadinessNotice({
       </Alert>
     );
   }
-  if (readiness.kind !== 'needs_verification') return null;
+  // The widget stays mounted once verified, so it can report the token's expiry.
   const siteKey = runtimeConfig.turnstileSiteKey;
+  const error = readiness.kind === 'needs_verification' ? readiness.error : null;
+  if (!verificationOn || readiness.kind === 'checking') return null;
   return (
     <Stack spacing={1} sx={{ mb: 1.5, alignItems: 'center' }}>
       {siteKey && (
@@ -249,9 +252,9 @@ function ReadinessNotice({
           onError={onWidgetError}
         />
       )}
-      {readiness.error && (
+      {error && (
         <Alert severity="error" sx={{ width: '100%' }}>
-          {readiness.error}
+          {error}
           <Typography variant="body2">{CHAT_TEXT.refreshHint}</Typography>
         </Alert>
       )}

@@ -58,7 +58,8 @@ export function FeedbackDialog({
   }, [phase, onClose]);
 
   const max = type === 'other' ? FEEDBACK_OTHER_DESCRIPTION_MAX : FEEDBACK_DESCRIPTION_MAX;
-  const preview = messageText.length > PREVIEW_CHARS ? `${messageText.slice(0, PREVIEW_CHARS)}...` : messageText;
+  const plain = toPlainText(messageText);
+  const preview = plain.length > PREVIEW_CHARS ? `${plain.slice(0, PREVIEW_CHARS)}...` : plain;
 
   const submit = async () => {
     if (!type) return setError('Please select a feedback type');
@@ -144,4 +145,14 @@ export function FeedbackDialog({
       </DialogActions>
     </Dialog>
   );
+}
+
+/** The answer without Markdown syntax, for the short preview. */
+function toPlainText(markdown: string): string {
+  return markdown
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+)/gm, '')
+    .replace(/[*_`~]+/g, '')
+    .replace(/\n{2,}/g, '\n')
+    .trim();
 }
