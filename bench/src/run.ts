@@ -15,7 +15,7 @@ import { formatResult, passed, type BenchResult } from './report.ts';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 const BENCHMARKS: { name: string; run: () => Promise<BenchResult[]> }[] = [
-  { name: 'bundle', run: async () => [measureChatFirstLoad(path.join(ROOT, 'web/dist'))] },
+  { name: 'bundle', run: async () => [await measureChatFirstLoad(path.join(ROOT, 'web/dist'), path.join(ROOT, 'bench/baseline'))] },
 ];
 
 const filter = process.argv[2];
