@@ -78,13 +78,16 @@ describe('the public chat on a phone', () => {
     await context.close();
   });
 
-  it('starts a question from an example prompt and says plainly when it knows nothing', async () => {
+  it('answers an example prompt from the bundled schedule', async () => {
     const { context, page } = await newPage(browser, 'desktop');
     await page.goto(`${product.url}/ui/`);
     await expect.poll(() => input(page).isEnabled()).toBe(true);
     await page.getByRole('button', { name: 'When is the costume contest?' }).click();
     await page.locator('[data-role="user"]').filter({ hasText: 'When is the costume contest?' }).waitFor();
-    await page.locator('[data-role="assistant"]').filter({ hasText: "I couldn't find anything" }).waitFor();
+    const answer = page.locator('[data-role="assistant"]').filter({ hasText: 'Main Stage' }).last();
+    await answer.waitFor();
+    expect(await answer.textContent()).toContain('Costume Contest');
+    expect(await answer.getByText('schedule-').count()).toBeGreaterThan(0);
     await screenshot(page, 'chat-desktop');
     await context.close();
   });

@@ -26,6 +26,9 @@ export async function startProduct(env: Record<string, string> = {}): Promise<Pr
   }
   const dir = mkdtempSync(path.join(tmpdir(), 'concierge-e2e-'));
   const server = await startServer({ DATABASE_URL: `sqlite:${path.join(dir, 'e2e.db')}`, PORT: '0', LOG_LEVEL: 'silent', ...env });
+  // The crawler reads the bundled sample schedule on start; wait until the assistant knows it.
+  const deadline = Date.now() + 30_000;
+  while (!(await server.deps.crawler.lastRefresh()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
   return {
     server,
     url: server.url,

@@ -9,6 +9,7 @@ import { registerMonitoringRoutes } from './admin/monitoring.routes.ts';
 import { registerAssistantRoutes } from './assistant/assistant.routes.ts';
 import { registerAuthRoutes } from './auth/auth.routes.ts';
 import { registerChatRoutes } from './chat/chat.routes.ts';
+import { registerCrawlerRoutes } from './crawler/crawler.routes.ts';
 import { registerConfigRoutes } from './config/config.routes.ts';
 import type { TrustProxy } from './config/env.ts';
 import type { Deps } from './deps.ts';
@@ -105,6 +106,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerChatRoutes(app, deps.chat, deps.lastRefresh);
   await registerAssistantRoutes(app, deps.assistant);
   registerMonitoringRoutes(app, deps);
+  registerCrawlerRoutes(app, deps);
   app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await registerWebApp(app, {

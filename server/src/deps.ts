@@ -9,10 +9,12 @@ import type { AssistantProvider } from './assistant/provider.ts';
 import { AuthService } from './auth/auth.service.ts';
 import type { LastRefreshSource } from './chat/chat.routes.ts';
 import { ChatService } from './chat/chat.service.ts';
+import { CrawlerScheduler } from './crawler/crawler-scheduler.ts';
+import { CrawlerService } from './crawler/crawler.service.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { defaultConfig } from './config/defaults.ts';
 import { ConfigService } from './config/config.service.ts';
-import { REPO_ROOT, turnstileConfigured, usesOpenAI, type Env } from './config/env.ts';
+import { BUNDLED_SCHEDULE_PATH, REPO_ROOT, turnstileConfigured, usesOpenAI, type Env } from './config/env.ts';
 import { rememberedSetting } from './db/app-settings.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -31,6 +33,9 @@ export interface Deps {
   events: EventBus;
   assistant: AssistantService;
   chat: ChatService;
+  crawler: CrawlerService;
+  /** Runs the crawler on its cron schedule; started by startServer, not by tests. */
+  crawlerScheduler: CrawlerScheduler;
   lastRefresh: LastRefreshSource;
   /** The convention's IANA time zone: CONVENTION_TIMEZONE, else the schedule's own, else the server's. */
   timeZone(): string;
@@ -96,6 +101,19 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       maxConcurrentRuns: env.MAX_CONCURRENT_RUNS,
       fetch: options.fetch,
     });
+    const crawler = new CrawlerService({
+      database,
+      clock,
+      logger: loggers.get('crawler'),
+      assistant,
+      source: env.CRAWLER_URL,
+      bundledSource: BUNDLED_SCHEDULE_PATH,
+      timeZone: env.CONVENTION_TIMEZONE,
+      productName: env.PRODUCT_NAME,
+      fetch: options.fetch,
+    });
+    await crawler.load();
+    const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
       loggers
         .get('app')
@@ -115,12 +133,17 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       events,
       assistant,
       chat,
-      lastRefresh: { lastRefresh: async () => null },
-      timeZone: () => env.CONVENTION_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+      crawler,
+      crawlerScheduler,
+      lastRefresh: crawler,
+      timeZone: () => crawler.timeZone(),
       health: { queueSize: () => 0, discordGatewayConnected: () => false },
       sessionSecret,
       version: APP_VERSION,
-      close: () => database.close(),
+      async close() {
+        await crawlerScheduler.stop();
+        await database.close();
+      },
     };
   } catch (error) {
     await database.close();

@@ -15,13 +15,17 @@ export interface RunningServer {
  * Starts the whole product on a port: env → deps → app → listen. `main.ts`
  * runs it with process.env; browser tests run it with their own values.
  */
-export async function startServer(envSource: Record<string, string | undefined>, options: DepsOptions = {}): Promise<RunningServer> {
+export async function startServer(
+  envSource: Record<string, string | undefined>,
+  options: DepsOptions & { runCrawler?: boolean } = {},
+): Promise<RunningServer> {
   const env = loadEnv(envSource);
   const deps = await createDeps(env, options);
   let app: FastifyInstance;
   try {
     app = await buildApp(deps);
     await app.listen({ port: env.PORT, host: env.HOST });
+    if (options.runCrawler ?? true) deps.crawlerScheduler.start();
   } catch (error) {
     await deps.close();
     throw error;

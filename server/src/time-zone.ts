@@ -25,16 +25,44 @@ export function zonedParts(date: Date, timeZone: string) {
   };
 }
 
-/** The instant of a wall-clock time in a time zone (DST-safe to the hour). */
-export function zonedTime(year: number, month: number, day: number, hour: number, timeZone: string): Date {
-  const guess = Date.UTC(year, month - 1, day, hour);
+export interface WallTime {
+  year: number;
+  month: number;
+  day: number;
+  hour?: number;
+  minute?: number;
+  second?: number;
+}
+
+/** The instant a wall-clock time names in a time zone (DST-safe: a time skipped by a DST jump moves forward). */
+export function instantOf(wall: WallTime, timeZone: string): Date {
+  const guess = Date.UTC(wall.year, wall.month - 1, wall.day, wall.hour ?? 0, wall.minute ?? 0, wall.second ?? 0);
   // Correct by the zone's offset at the guess, then once more across a DST edge.
   let result = guess;
   for (let i = 0; i < 2; i++) {
     const parts = zonedParts(new Date(result), timeZone);
-    const shown = Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute);
+    const shown = Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute, new Date(result).getUTCSeconds());
     result += guess - shown;
   }
   return new Date(result);
 }
 
+/** The instant of a wall-clock hour in a time zone. */
+export const zonedTime = (year: number, month: number, day: number, hour: number, timeZone: string): Date =>
+  instantOf({ year, month, day, hour }, timeZone);
+
+/** The local calendar day (yyyy-mm-dd) of an instant in a time zone. */
+export function localDay(date: Date, timeZone: string): string {
+  const parts = zonedParts(date, timeZone);
+  return `${parts.year}-${String(parts.month).padStart(2, '0')}-${String(parts.day).padStart(2, '0')}`;
+}
+
+/** Adds whole days to an instant, keeping its wall-clock time in the zone (across DST changes). */
+export function addLocalDays(date: Date, days: number, timeZone: string): Date {
+  const parts = zonedParts(date, timeZone);
+  const shifted = new Date(Date.UTC(parts.year, parts.month - 1, parts.day + days));
+  return instantOf(
+    { year: shifted.getUTCFullYear(), month: shifted.getUTCMonth() + 1, day: shifted.getUTCDate(), hour: parts.hour, minute: parts.minute, second: date.getUTCSeconds() },
+    timeZone,
+  );
+}

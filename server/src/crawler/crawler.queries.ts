@@ -1,0 +1,114 @@
+import type { Insertable } from 'kysely';
+import { containsText, isPresent, type DateRange } from '../admin/list-query.ts';
+import type { Db } from '../db/database.ts';
+import type { CrawlerEventTable, CrawlerRunTable } from '../db/schema/crawler.ts';
+
+/** The newest run that completed without an error. */
+export const lastSuccessfulRun = (db: Db) =>
+  db.selectFrom('crawler_runs').selectAll().where('error', 'is', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
+
+export const lastRun = (db: Db) => db.selectFrom('crawler_runs').selectAll().orderBy('id', 'desc').limit(1).executeTakeFirst();
+
+export const eventsOfRun = (db: Db, runId: number) =>
+  db.selectFrom('crawler_events').selectAll().where('crawler_run_id', '=', runId).orderBy('start_at').orderBy('id').execute();
+
+export async function insertRun(db: Db, run: Omit<Insertable<CrawlerRunTable>, 'id'>): Promise<number> {
+  const row = await db.insertInto('crawler_runs').values(run).returning('id').executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export const updateRun = (db: Db, id: number, changes: Partial<Omit<Insertable<CrawlerRunTable>, 'id'>>) =>
+  db.updateTable('crawler_runs').set(changes).where('id', '=', id).execute();
+
+/** Inserts a run's events in batches (SQLite caps the number of bound parameters per statement). */
+export async function insertEvents(db: Db, events: Omit<Insertable<CrawlerEventTable>, 'id'>[]): Promise<void> {
+  const BATCH = 50;
+  for (let i = 0; i < events.length; i += BATCH) {
+    await db.insertInto('crawler_events').values(events.slice(i, i + BATCH)).execute();
+  }
+}
+
+export interface RunFilters {
+  url?: string;
+  hash?: string;
+  has_error?: boolean;
+  range: DateRange;
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+}
+
+export const listRuns = (db: Db, filters: RunFilters) =>
+  db
+    .selectFrom('crawler_runs')
+    .select([
+      'id',
+      'url',
+      'hash',
+      'file',
+      'tracks',
+      'error',
+      'event_count',
+      'speaker_count',
+      'forced',
+      'format',
+      'time_zone',
+      'changes',
+      'duration_ms',
+      'created_at',
+      'updated_at',
+    ])
+    .$if(filters.url !== undefined, (qb) => qb.where(containsText('url', filters.url!)))
+    .$if(filters.hash !== undefined, (qb) => qb.where(containsText('hash', filters.hash!)))
+    .$if(filters.has_error !== undefined, (qb) => qb.where(isPresent('error', filters.has_error!)))
+    .$if(filters.range.from !== undefined, (qb) => qb.where('created_at', '>=', filters.range.from!))
+    .$if(filters.range.before !== undefined, (qb) => qb.where('created_at', '<', filters.range.before!))
+    .orderBy('id', filters.order)
+    .limit(filters.limit)
+    .offset(filters.offset)
+    .execute();
+
+export interface EventFilters {
+  crawler_run_id?: number;
+  track?: string;
+  title?: string;
+  location?: string;
+  speakers?: string;
+  range: DateRange;
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+}
+
+export const listEvents = (db: Db, filters: EventFilters) =>
+  db
+    .selectFrom('crawler_events')
+    .select([
+      'id',
+      'crawler_run_id',
+      'track',
+      'what',
+      'duration',
+      'when',
+      'where',
+      'speakers',
+      'start_at',
+      'end_at',
+      'date',
+      'description',
+      'status',
+      'created_at',
+      'updated_at',
+    ])
+    .$if(filters.crawler_run_id !== undefined, (qb) => qb.where('crawler_run_id', '=', filters.crawler_run_id!))
+    .$if(filters.track !== undefined, (qb) => qb.where(containsText('track', filters.track!)))
+    .$if(filters.title !== undefined, (qb) => qb.where(containsText('what', filters.title!)))
+    .$if(filters.location !== undefined, (qb) => qb.where(containsText('where', filters.location!)))
+    .$if(filters.speakers !== undefined, (qb) => qb.where(containsText('speakers', filters.speakers!)))
+    .$if(filters.range.from !== undefined, (qb) => qb.where('start_at', '>=', filters.range.from!))
+    .$if(filters.range.before !== undefined, (qb) => qb.where('start_at', '<', filters.range.before!))
+    .orderBy('start_at', filters.order)
+    .orderBy('id', filters.order)
+    .limit(filters.limit)
+    .offset(filters.offset)
+    .execute();

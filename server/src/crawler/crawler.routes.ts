@@ -1,0 +1,62 @@
+import {
+  CrawlerEventsQuerySchema,
+  CrawlerEventsReplySchema,
+  CrawlerRunsQuerySchema,
+  CrawlerRunsReplySchema,
+  RefreshQuerySchema,
+  RefreshReplySchema,
+} from '@concierge/contract';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { dateRange } from '../admin/list-query.ts';
+import type { Database } from '../db/database.ts';
+import { AppError } from '../errors.ts';
+import * as queries from './crawler.queries.ts';
+import type { CrawlerService } from './crawler.service.ts';
+
+/** 'Refresh Schedule' / 'Force', and the Crawler Runs and Crawler Events lists (SPEC §7). */
+export function registerCrawlerRoutes(
+  instance: FastifyInstance,
+  deps: { crawler: CrawlerService; database: Database; timeZone: () => string },
+): void {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const tags = ['crawler'];
+
+  app.post('/api/schedule/refresh', { schema: { tags, querystring: RefreshQuerySchema, response: { 200: RefreshReplySchema } } }, async (request) => {
+    const outcome = await deps.crawler.refresh(request.query.force);
+    if (outcome.kind === 'failed') {
+      throw new AppError(502, 'refresh_failed', `The schedule refresh failed (run ${outcome.runId}): ${outcome.error}`);
+    }
+    if (outcome.kind === 'skipped') {
+      return {
+        success: true,
+        skipped: true,
+        run_id: null,
+        event_count: null,
+        changes: null,
+        message: outcome.reason === 'not_modified' ? 'The schedule source reports no change' : 'The schedule is unchanged since the last run',
+      };
+    }
+    return {
+      success: true,
+      skipped: false,
+      run_id: outcome.runId,
+      event_count: outcome.eventCount,
+      changes: outcome.changes.length,
+      message: `Stored ${outcome.eventCount} events with ${outcome.changes.length} changes`,
+    };
+  });
+
+  app.get('/api/crawler_runs', { schema: { tags, querystring: CrawlerRunsQuerySchema, response: { 200: CrawlerRunsReplySchema } } }, async (request) => {
+    const { query } = request;
+    const rows = await queries.listRuns(deps.database.db, { ...query, range: dateRange(query, deps.timeZone()) });
+    const runs = rows.map((row) => ({ ...row, forced: Boolean(row.forced), changes: row.changes ? JSON.parse(row.changes) : [] }));
+    return { crawler_runs: runs, returned_count: runs.length };
+  });
+
+  app.get('/api/crawler_events', { schema: { tags, querystring: CrawlerEventsQuerySchema, response: { 200: CrawlerEventsReplySchema } } }, async (request) => {
+    const { query } = request;
+    const rows = await queries.listEvents(deps.database.db, { ...query, range: dateRange(query, deps.timeZone()) });
+    return { crawler_events: rows, returned_count: rows.length };
+  });
+}

@@ -1,0 +1,292 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AssistantService } from '../assistant/assistant.service.ts';
+import type { StoredFile } from '../assistant/provider.ts';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/database.ts';
+import { conflict } from '../errors.ts';
+import * as queries from './crawler.queries.ts';
+import { fetchSource } from './fetch-source.ts';
+import { detectFormat } from './parse/detect-format.ts';
+import { diffSchedules, type ScheduleChange } from './parse/diff.ts';
+import { parseIcs } from './parse/parse-ics.ts';
+import { parseJsonFeed } from './parse/parse-json.ts';
+import { renderScheduleDocument } from './parse/render-document.ts';
+import type { ParsedSchedule, ScheduleEvent } from './parse/schedule-event.ts';
+import { daysToComingFriday, shiftSchedule } from './parse/shift.ts';
+
+export interface CrawlerOptions {
+  database: Database;
+  clock: Clock;
+  logger: Logger;
+  assistant: AssistantService;
+  /** CRAWLER_URL: an http(s) URL or a file path. */
+  source: string;
+  /** The bundled sample schedule's path: its dates are moved to the coming Friday. */
+  bundledSource: string;
+  /** CONVENTION_TIMEZONE; without it, the feed's own zone, else the server's. */
+  timeZone: string | undefined;
+  productName: string;
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+  maxBytes?: number;
+}
+
+export type RunOutcome =
+  | { kind: 'skipped'; reason: 'not_modified' | 'unchanged' }
+  | { kind: 'stored'; runId: number; eventCount: number; changes: ScheduleChange[] }
+  | { kind: 'failed'; runId: number; error: string };
+
+/** Figures for the Status screen (SPEC §3 "Bot status" → crawler). */
+export interface CrawlerCounters {
+  enabled: boolean;
+  last_run: string | null;
+  runs_triggered: number;
+  runs_skipped: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_BYTES = 20 * 1024 * 1024;
+const SCHEDULE_FILE = /^schedule-\d{4}-\d\d-\d\dT\d{4}Z\.md$/;
+
+/**
+ * Fetches the convention's schedule, parses it, records what changed since
+ * the last good run, stores the run and its events, and replaces the
+ * schedule document in the assistant's knowledge. One run at a time; a
+ * failure is stored on its run and the previous knowledge stays live.
+ */
+export class CrawlerService {
+  readonly #options: CrawlerOptions;
+  readonly #logger: Logger;
+  #running: Promise<RunOutcome> | undefined;
+  #triggered = 0;
+  #skipped = 0;
+  #lastRunAt: string | null = null;
+  #feedTimeZone: string | null = null;
+
+  constructor(options: CrawlerOptions) {
+    this.#options = options;
+    this.#logger = options.logger;
+  }
+
+  get #db() {
+    return this.#options.database.db;
+  }
+
+  /** Reads what the last good run knew (the feed's time zone). */
+  async load(): Promise<void> {
+    this.#feedTimeZone = (await queries.lastSuccessfulRun(this.#db))?.time_zone ?? null;
+  }
+
+  /** The convention's zone: CONVENTION_TIMEZONE, else the schedule's own, else the server's. */
+  timeZone(): string {
+    return this.#options.timeZone ?? this.#feedTimeZone ?? serverTimeZone();
+  }
+
+  get isRunning(): boolean {
+    return this.#running !== undefined;
+  }
+
+  /** Runs the crawler now; a refresh already under way answers 409. */
+  refresh(force: boolean): Promise<RunOutcome> {
+    if (this.#running) throw conflict('A schedule refresh is already running', 'refresh_running');
+    this.#triggered++;
+    this.#lastRunAt = this.#options.clock().toISOString();
+    this.#running = this.#run(force).finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  /** For the scheduler: runs unless a run is under way; never throws. */
+  async runScheduled(): Promise<void> {
+    if (this.#running) return;
+    try {
+      await this.refresh(false);
+    } catch (error) {
+      this.#logger.error({ err: error }, 'scheduled schedule refresh failed');
+    }
+  }
+
+  /** When the schedule was last refreshed successfully (the last good run's time). */
+  async lastRefresh(): Promise<string | null> {
+    const run = await queries.lastSuccessfulRun(this.#db);
+    return run ? (run.updated_at ?? run.created_at) : null;
+  }
+
+  async counters(enabled: boolean): Promise<CrawlerCounters> {
+    const last = await queries.lastRun(this.#db);
+    return { enabled, last_run: this.#lastRunAt ?? last?.created_at ?? null, runs_triggered: this.#triggered, runs_skipped: this.#skipped };
+  }
+
+  async #run(force: boolean): Promise<RunOutcome> {
+    const started = Date.now();
+    const { source } = this.#options;
+    const previous = await queries.lastSuccessfulRun(this.#db);
+    let hash: string | null = null;
+    let validators: { etag: string | null; lastModified: string | null } = { etag: null, lastModified: null };
+    let format: string | null = null;
+    try {
+      const fetched = await fetchSource(source, {
+        etag: force ? null : previous?.etag,
+        lastModified: force ? null : previous?.last_modified,
+        timeoutMs: this.#options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        maxBytes: this.#options.maxBytes ?? DEFAULT_MAX_BYTES,
+        fetch: this.#options.fetch,
+      });
+      if (fetched.kind === 'not_modified') return this.#skip('not_modified');
+      validators = { etag: fetched.etag, lastModified: fetched.lastModified };
+
+      const text = fetched.body.toString('utf8').replace(/^\uFEFF/, '');
+      const detected = detectFormat(fetched.contentType, text);
+      if (!detected) throw new Error('The schedule is neither iCalendar nor a JSON feed');
+      format = detected;
+      const zone = this.#options.timeZone ?? serverTimeZone();
+      let schedule = detected === 'ics' ? parseIcs(text, { timeZone: zone }) : parseJsonFeed(text, { timeZone: zone });
+      const timeZone = this.#options.timeZone ?? schedule.timeZone ?? serverTimeZone();
+
+      // The bundled sample keeps fixed dates in its file; it is moved to the coming Friday,
+      // and the shift is part of its hash so a new week means a new run.
+      let shiftDays = 0;
+      if (source === this.#options.bundledSource && schedule.events.length > 0) {
+        shiftDays = daysToComingFriday(schedule.events[0]!.start, this.#options.clock(), timeZone);
+        schedule = shiftSchedule(schedule, shiftDays, timeZone);
+      }
+      hash = createHash('sha256').update(fetched.body).update(shiftDays ? `shift:${shiftDays}` : '').digest('hex');
+      if (!force && previous && previous.hash === hash) return this.#skip('unchanged');
+
+      return await this.#store(schedule, { hash, format: detected, timeZone, validators, previous, force, started });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.#logger.error({ err: error, source }, 'schedule refresh failed');
+      const now = this.#options.clock().toISOString();
+      const runId = await queries.insertRun(this.#db, {
+        url: source,
+        hash,
+        error: message,
+        forced: force,
+        format,
+        etag: validators.etag,
+        last_modified: validators.lastModified,
+        duration_ms: Date.now() - started,
+        created_at: now,
+        updated_at: now,
+      });
+      return { kind: 'failed', runId, error: message };
+    }
+  }
+
+  async #store(
+    schedule: ParsedSchedule,
+    context: {
+      hash: string;
+      format: string;
+      timeZone: string;
+      validators: { etag: string | null; lastModified: string | null };
+      previous: Awaited<ReturnType<typeof queries.lastSuccessfulRun>>;
+      force: boolean;
+      started: number;
+    },
+  ): Promise<RunOutcome> {
+    const now = this.#options.clock();
+    const previousEvents = context.previous ? (await queries.eventsOfRun(this.#db, context.previous.id)).map(rowToEvent) : [];
+    const changes = context.previous ? diffSchedules(previousEvents, schedule.events) : [];
+    const tracks = [...new Set(schedule.events.map((event) => event.track).filter((track): track is string => Boolean(track)))].sort();
+    const speakers = new Set(schedule.events.flatMap((event) => event.speakers));
+    const file = `schedule-${now.toISOString().slice(0, 16).replace(':', '')}Z.md`;
+
+    const runId = await this.#options.database.transaction(async (trx) => {
+      const id = await queries.insertRun(trx, {
+        url: this.#options.source,
+        hash: context.hash,
+        file,
+        tracks: tracks.join(', '),
+        error: null,
+        event_count: schedule.events.length,
+        speaker_count: speakers.size,
+        forced: context.force,
+        format: context.format,
+        time_zone: context.timeZone,
+        changes: JSON.stringify(changes),
+        etag: context.validators.etag,
+        last_modified: context.validators.lastModified,
+        created_at: now.toISOString(),
+        updated_at: now.toISOString(),
+      });
+      await queries.insertEvents(trx, schedule.events.map((event) => eventToRow(event, id, context.timeZone, now.toISOString())));
+      return id;
+    });
+
+    // The knowledge document replaces the previous one only once it is in.
+    try {
+      const document = renderScheduleDocument(schedule, {
+        timeZone: context.timeZone,
+        title: schedule.calendarName ?? `${this.#options.productName} schedule`,
+        generatedAt: now,
+        changes,
+      });
+      const previousFileId = context.previous?.file_id;
+      const stored = await this.#options.assistant.uploadFile(
+        { filename: file, data: Buffer.from(document, 'utf8') },
+        { replaces: (existing: StoredFile) => existing.id === previousFileId || SCHEDULE_FILE.test(existing.filename) },
+      );
+      await queries.updateRun(this.#db, runId, { file_id: stored.id, duration_ms: Date.now() - context.started, updated_at: this.#options.clock().toISOString() });
+    } catch (error) {
+      const message = `Uploading the schedule to the assistant failed: ${error instanceof Error ? error.message : String(error)}`;
+      this.#logger.error({ err: error, runId }, message);
+      await queries.updateRun(this.#db, runId, { error: message, duration_ms: Date.now() - context.started, updated_at: this.#options.clock().toISOString() });
+      return { kind: 'failed', runId, error: message };
+    }
+    this.#feedTimeZone = schedule.timeZone ?? this.#feedTimeZone;
+    this.#logger.info({ runId, events: schedule.events.length, changes: changes.length }, 'schedule refreshed');
+    return { kind: 'stored', runId, eventCount: schedule.events.length, changes };
+  }
+
+  #skip(reason: 'not_modified' | 'unchanged'): RunOutcome {
+    this.#skipped++;
+    this.#logger.info({ reason }, 'schedule unchanged; nothing stored');
+    return { kind: 'skipped', reason };
+  }
+}
+
+const serverTimeZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+function eventToRow(event: ScheduleEvent, runId: number, timeZone: string, now: string) {
+  const day = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(event.start);
+  const time = (date: Date) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(date);
+  const weekday = new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' }).format(event.start);
+  const when = event.allDay ? `${weekday} (all day)` : `${weekday} ${time(event.start)}${event.end ? `–${time(event.end)}` : ''}`;
+  return {
+    crawler_run_id: runId,
+    uid: event.uid,
+    track: event.track,
+    what: event.title,
+    duration: event.end ? Math.round((event.end.getTime() - event.start.getTime()) / 60_000) : null,
+    when,
+    where: event.location,
+    speakers: event.speakers.length ? event.speakers.join(', ') : null,
+    start_at: event.start.toISOString(),
+    end_at: event.end?.toISOString() ?? null,
+    date: day,
+    description: event.description,
+    status: event.status,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+function rowToEvent(row: Awaited<ReturnType<typeof queries.eventsOfRun>>[number]): ScheduleEvent {
+  return {
+    uid: row.uid,
+    title: row.what,
+    start: new Date(row.start_at),
+    end: row.end_at ? new Date(row.end_at) : null,
+    allDay: false,
+    location: row.where,
+    track: row.track,
+    speakers: row.speakers ? row.speakers.split(', ') : [],
+    description: row.description,
+    status: row.status as ScheduleEvent['status'],
+    url: null,
+  };
+}
