@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import ical, { type CalendarResponse, type VEvent } from 'node-ical';
-import { instantOf } from '../../time-zone.ts';
+import { instantOf, zonedParts } from '../../time-zone.ts';
 import { byStartThenTitle, ScheduleParseError, type ParsedSchedule, type ScheduleEvent } from './schedule-event.ts';
 import { cleanTitle, htmlToText, speakersFromDescription, splitNames, uniqueNames } from './text.ts';
 
@@ -36,7 +36,16 @@ export function parseIcs(text: string, options: IcsOptions): ParsedSchedule {
 
   const calendar = components.find((component) => component?.type === 'VCALENDAR') as Record<string, unknown> | undefined;
   const declaredZone = typeof calendar?.['WR-TIMEZONE'] === 'string' ? (calendar['WR-TIMEZONE'] as string) : null;
-  const zones = new Set(vevents.map((event) => (event.start as DateValue).tz).filter((zone): zone is string => Boolean(zone) && zone !== 'Etc/UTC'));
+  const floating = floatingEventIds(text);
+  const isUtc = (zone: string) => /^(Etc\/)?(UTC|GMT|Z)$/i.test(zone);
+  const zones = new Set(
+    vevents
+      .filter((event) => !floating.has(event.uid))
+      .map((event) => event.start as DateValue)
+      .filter((start) => !start.dateOnly)
+      .map((start) => start.tz)
+      .filter((zone): zone is string => Boolean(zone) && !isUtc(zone!)),
+  );
   const timeZone = declaredZone ?? (zones.size === 1 ? [...zones][0]! : null);
   const readZone = timeZone ?? options.timeZone;
 
@@ -51,47 +60,71 @@ export function parseIcs(text: string, options: IcsOptions): ParsedSchedule {
       const instances = ical.expandRecurringEvent(vevent, { from, to }).slice(0, MAX_INSTANCES);
       for (const instance of instances) {
         const source = instance.event;
-        const start = readDate(instance.start as DateValue, readZone);
+        const start = readDate(instance.start as DateValue, readZone, floating.has(vevent.uid));
         // An override keeps the id of the occurrence it replaces, so a moved instance reads as moved.
         const occurrence = source.recurrenceid ? readDate(source.recurrenceid as DateValue, readZone) : start;
-        events.push(toEvent(source, start, endOf(source, instance.start as DateValue, instance.end as DateValue, readZone), `${vevent.uid}#${occurrence.toISOString()}`));
+        events.push(
+          toEvent(source, start, endOf(source, instance.start as DateValue, instance.end as DateValue, readZone, floating.has(vevent.uid)), `${vevent.uid}#${occurrence.toISOString()}`),
+        );
       }
       continue;
     }
-    const start = readDate(vevent.start as DateValue, readZone);
-    events.push(toEvent(vevent, start, endOf(vevent, vevent.start as DateValue, vevent.end as DateValue | undefined, readZone), vevent.uid));
+    const isFloating = floating.has(vevent.uid);
+    const start = readDate(vevent.start as DateValue, readZone, isFloating);
+    events.push(toEvent(vevent, start, endOf(vevent, vevent.start as DateValue, vevent.end as DateValue | undefined, readZone, isFloating), vevent.uid));
   }
   events.sort(byStartThenTitle);
   const calendarName = typeof calendar?.['WR-CALNAME'] === 'string' ? (calendar['WR-CALNAME'] as string) : null;
   return { events, calendarName, timeZone, format: 'ics' };
 }
 
-/** A parsed DTSTART/DTEND as an instant: zoned and UTC values are exact; floating and all-day ones are read in `zone`. */
-function readDate(value: DateValue, zone: string): Date {
-  if (value.tz && !value.dateOnly) return new Date(value.getTime());
-  // node-ical builds floating and date-only values in the process's own zone: take their wall-clock parts.
+/**
+ * A parsed DTSTART/DTEND as an instant. Zoned and UTC values are exact.
+ * Floating values (no TZID, no Z) and dates are wall-clock times, read in
+ * `zone`: node-ical builds them in the process's zone, or in a zone it
+ * guesses from the file's VTIMEZONE, so their wall-clock parts are taken back.
+ */
+function readDate(value: DateValue, zone: string, floating = false): Date {
+  if (value.tz && !value.dateOnly && !floating) return new Date(value.getTime());
+  const wall = value.tz && !value.dateOnly
+    ? zonedParts(value, value.tz)
+    : { year: value.getFullYear(), month: value.getMonth() + 1, day: value.getDate(), hour: value.getHours(), minute: value.getMinutes() };
   return instantOf(
     {
-      year: value.getFullYear(),
-      month: value.getMonth() + 1,
-      day: value.getDate(),
-      hour: value.dateOnly ? 0 : value.getHours(),
-      minute: value.dateOnly ? 0 : value.getMinutes(),
+      year: wall.year,
+      month: wall.month,
+      day: wall.day,
+      hour: value.dateOnly ? 0 : wall.hour,
+      minute: value.dateOnly ? 0 : wall.minute,
       second: value.dateOnly ? 0 : value.getSeconds(),
     },
     zone,
   );
 }
 
-function endOf(event: VEvent, start: DateValue, end: DateValue | undefined, zone: string): Date | null {
+/** UIDs of events whose DTSTART is a floating time (no TZID, not UTC, not a date). */
+function floatingEventIds(text: string): Set<string> {
+  const unfolded = text.replace(/\r?\n[ \t]/g, '');
+  const ids = new Set<string>();
+  for (const block of unfolded.split(/BEGIN:VEVENT/i).slice(1)) {
+    const uid = /^UID:(.*)$/im.exec(block)?.[1]?.trim();
+    const start = /^DTSTART([^:\r\n]*):([^\r\n]*)$/im.exec(block);
+    if (!uid || !start) continue;
+    const [, params, value] = start;
+    if (!/TZID=/i.test(params!) && !/VALUE=DATE(?!-)/i.test(params!) && !/Z$/i.test(value!.trim())) ids.add(uid);
+  }
+  return ids;
+}
+
+function endOf(event: VEvent, start: DateValue, end: DateValue | undefined, zone: string, floating = false): Date | null {
   if (start.dateOnly) {
     const startInstant = readDate(start, zone);
     const endInstant = end ? readDate(end, zone) : null;
     return endInstant && endInstant > startInstant ? endInstant : new Date(startInstant.getTime() + DAY);
   }
   if (!end) return null;
-  const endInstant = readDate(end, zone);
-  const startInstant = readDate(start, zone);
+  const endInstant = readDate(end, zone, floating);
+  const startInstant = readDate(start, zone, floating);
   // Without DTEND or DURATION node-ical repeats the start: the feed gave no end.
   if (endInstant.getTime() <= startInstant.getTime() && !event.duration) return null;
   return endInstant;
