@@ -7,7 +7,7 @@ const MAX_QUOTES = 3;
 const MAX_QUOTE_CHARS = 600;
 const MAX_DESCRIPTION_CHARS = 240;
 /** Hits scoring below this share of the best one are left out. */
-const RELATIVE_SCORE_FLOOR = 0.3;
+const RELATIVE_SCORE_FLOOR = 0.2;
 
 export const OFFLINE_NOTE =
   "_I'm the offline assistant: I quote the convention's schedule and files rather than writing answers myself._";
@@ -39,7 +39,10 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
   if (terms.length > 0) {
     const hits = index.search(terms).filter((hit) => !time || inWindow(hit.passage, time.window));
     const best = hits[0]?.score ?? 0;
-    passages = hits.filter((hit) => hit.score >= best * RELATIVE_SCORE_FLOOR).map((hit) => hit.passage);
+    // Weak matches are dropped, except passages holding the words as a phrase (a guest's name in a speaker list).
+    const phrase = terms.join(' ');
+    const holdsPhrase = (passage: Passage) => terms.length > 1 && `${passage.title}\n${passage.text}`.toLowerCase().includes(phrase);
+    passages = hits.filter((hit) => hit.score >= best * RELATIVE_SCORE_FLOOR || holdsPhrase(hit.passage)).map((hit) => hit.passage);
   } else {
     passages = index.eventsIn(time!.window);
   }

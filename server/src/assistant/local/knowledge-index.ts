@@ -37,8 +37,17 @@ const STOP_WORDS = new Set(
   `a an and are as at be by can could do does did for from get go going have how i im i'm in into is it its me my of on or our so
   tell that the their them there these they this to us was we what whats what's when where which who whom whose why will with would
   you your please any anything some something show find know about list give happen happens thing things event events
-  con convention schedule there's is's also get`.split(/\s+/),
+  con convention schedule there's is's also get panel panels session still doing does at the con`.split(/\s+/),
 );
+
+/** A light stemmer for index and query alike: plurals match singulars ("games" finds "Game Night"). */
+export function stem(term: string): string {
+  if (term.length > 4 && term.endsWith('ies')) return `${term.slice(0, -3)}y`;
+  if (term.length > 3 && term.endsWith('s') && !term.endsWith('ss') && !term.endsWith('us')) return term.slice(0, -1);
+  return term;
+}
+
+const processTerm = (term: string) => stem(term.toLowerCase());
 
 /** Cuts Markdown or plain text into passages along headings and paragraphs. */
 export function splitIntoPassages(file: KnowledgeFile, firstId: number): Passage[] {
@@ -124,6 +133,7 @@ export class KnowledgeIndex {
       ),
     ].sort();
     this.#search = new MiniSearch<Passage>({
+      processTerm,
       fields: ['title', 'text', 'context'],
       storeFields: [],
       extractField: (passage, field) =>

@@ -28,7 +28,7 @@ const HOUR = 3_600_000;
 const EVENING_HOUR = 17;
 /** Late-night events (until 4 am) still count as the evening before. */
 const NIGHT_ENDS_HOUR = 4;
-const NEXT_WINDOW_HOURS = 4;
+const NEXT_WINDOW_HOURS = 3;
 
 /** The start of the local day `offsetDays` after `now`'s, plus `hour` hours. */
 function localDayAt(now: Date, timeZone: string, offsetDays: number, hour: number): Date {
@@ -52,12 +52,22 @@ export function readTimeWindow(question: string, now: Date, timeZone: string, ev
   const has = (pattern: RegExp) => pattern.test(text);
   const night = has(/\b(tonight|night|evening|late)\b/);
 
-  if (has(/\b(right now|now|currently|at the moment|happening)\b/) && !has(/\b(next|later|upcoming|soon)\b/)) {
-    return { window: { label: 'happening now', overlaps: true, from: now, to: new Date(now.getTime() + 1) }, words: ['now', 'right', 'currently', 'moment', 'happening'] };
+  const whatsHappening = has(/\bwhat(?:'?s| is) (?:happening|going on|on)\b/) && !has(/\b(tonight|today|tomorrow|night|evening)\b/);
+  if ((has(/\b(right now|now|currently|at the moment)\b/) || (whatsHappening && has(/\bhappening\b/))) && !has(/\b(next|later|upcoming|soon)\b/)) {
+    return {
+      window: { label: 'happening now', overlaps: true, from: now, to: new Date(now.getTime() + 1) },
+      words: ['now', 'right', 'currently', 'moment', 'happening', 'going', 'on'],
+    };
   }
   if (has(/\b(next|soon|upcoming|coming up|later today|starting soon)\b/)) {
+    // "Next" means not yet started: from the next minute on.
     return {
-      window: { label: `starting in the next ${NEXT_WINDOW_HOURS} hours`, overlaps: false, from: now, to: new Date(now.getTime() + NEXT_WINDOW_HOURS * HOUR) },
+      window: {
+        label: `starting in the next ${NEXT_WINDOW_HOURS} hours`,
+        overlaps: false,
+        from: new Date(now.getTime() + 60_000),
+        to: new Date(now.getTime() + NEXT_WINDOW_HOURS * HOUR + 60_000),
+      },
       words: ['next', 'soon', 'upcoming', 'coming', 'up', 'later', 'starting'],
     };
   }

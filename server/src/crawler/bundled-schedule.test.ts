@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUNDLED_SCHEDULE_PATH } from '../config/env.ts';
+import { createTestContext, manualClock, type TestContext } from '../test-support/test-context.ts';
+
+interface Question {
+  question: string;
+  expect: string[];
+  not_found?: boolean;
+}
+
+const QUESTIONS: { now: string; questions: Question[] } = JSON.parse(
+  readFileSync(path.join(path.dirname(BUNDLED_SCHEDULE_PATH), 'questions.json'), 'utf8'),
+);
+
+/** The share of questions the offline assistant must answer with the right event. */
+const REQUIRED_SCORE = 0.9;
+
+describe('the offline assistant on the bundled sample schedule', () => {
+  let ctx: TestContext;
+  const time = manualClock(new Date(QUESTIONS.now));
+
+  beforeAll(async () => {
+    ctx = await createTestContext({ clock: time.clock });
+    await ctx.deps.config.update({ assistant_poll_interval: '100ms' });
+    const outcome = await ctx.deps.crawler.refresh(false);
+    expect(outcome.kind).toBe('stored');
+  });
+  afterAll(() => ctx.close());
+
+  it('keeps the sample on its own weekend while "now" is in it, with 150+ events, 8+ tracks, 15+ rooms and 80+ speakers', async () => {
+    const run = await ctx.deps.database.db.selectFrom('crawler_runs').selectAll().executeTakeFirstOrThrow();
+    expect(run.event_count).toBeGreaterThanOrEqual(150);
+    expect(run.tracks!.split(', ').length).toBeGreaterThanOrEqual(8);
+    expect(run.speaker_count).toBeGreaterThanOrEqual(80);
+    const rooms = await ctx.deps.database.db.selectFrom('crawler_events').select('where').distinct().execute();
+    expect(rooms.length).toBeGreaterThanOrEqual(15);
+    const contest = await ctx.deps.database.db.selectFrom('crawler_events').selectAll().where('what', '=', 'Costume Contest').executeTakeFirstOrThrow();
+    expect(contest.start_at).toBe('2026-03-15T00:00:00.000Z'); // Saturday 19:00 in Chicago
+  });
+
+  it(`answers at least ${REQUIRED_SCORE * 100}% of ${QUESTIONS.questions.length} attendee questions with the right event`, async () => {
+    const failures: string[] = [];
+    for (const item of QUESTIONS.questions) {
+      const { answer } = await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, item.question);
+      const text = answer.text.toLowerCase();
+      const ok = item.not_found ? text.includes("i couldn't find") : item.expect.every((fact) => text.includes(fact.toLowerCase()));
+      if (!ok) failures.push(`✗ ${item.question}\n    expected: ${item.not_found ? 'a plain "not found"' : item.expect.join(' | ')}\n    got: ${answer.text.slice(0, 3000).replace(/\n/g, '\n         ')}`);
+    }
+    const score = (QUESTIONS.questions.length - failures.length) / QUESTIONS.questions.length;
+    console.log(`Bundled schedule questions: ${QUESTIONS.questions.length - failures.length}/${QUESTIONS.questions.length} answered with the right event (${Math.round(score * 100)}%)`);
+    if (failures.length) console.log(failures.join('\n'));
+    expect(QUESTIONS.questions.length).toBeGreaterThanOrEqual(30);
+    expect(score).toBeGreaterThanOrEqual(REQUIRED_SCORE);
+  });
+});
