@@ -8,6 +8,8 @@ export interface AdminScreen {
 }
 
 const comingSoon = lazy(() => import('./placeholder/ComingSoonPage.tsx'));
+const crawlerRuns = lazy(() => import('./crawler/CrawlerRunsPage.tsx'));
+const crawlerEvents = lazy(() => import('./crawler/CrawlerEventsPage.tsx'));
 
 /** Every console route of SPEC §2 except login and setup. */
 export const ADMIN_SCREENS: AdminScreen[] = [
@@ -26,6 +28,6 @@ export const ADMIN_SCREENS: AdminScreen[] = [
   { path: 'public_chat_openai_create_run', title: 'OpenAI Create Run Logs', page: comingSoon },
   { path: 'public_chat_openai_retrieve_run', title: 'OpenAI Retrieve Run Logs', page: comingSoon },
   { path: 'public_chat_openai_list_messages', title: 'OpenAI List Messages Logs', page: comingSoon },
-  { path: 'crawler_runs', title: 'Crawler Runs', page: comingSoon },
-  { path: 'crawler_events', title: 'Crawler Events', page: comingSoon },
+  { path: 'crawler_runs', title: 'Crawler Runs', page: crawlerRuns },
+  { path: 'crawler_events', title: 'Crawler Events', page: crawlerEvents },
 ];
