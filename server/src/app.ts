@@ -5,6 +5,7 @@ import fastifyHelmet from '@fastify/helmet';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { registerControlRoutes } from './admin/control.routes.ts';
 import { registerMonitoringRoutes } from './admin/monitoring.routes.ts';
 import { registerAssistantRoutes } from './assistant/assistant.routes.ts';
 import { registerAuthRoutes } from './auth/auth.routes.ts';
@@ -107,6 +108,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await registerAssistantRoutes(app, deps.assistant);
   registerMonitoringRoutes(app, deps);
   registerCrawlerRoutes(app, deps);
+  registerControlRoutes(app, { status: deps.status, auth: deps.auth, metricsToken: env.METRICS_TOKEN, requestShutdown: () => deps.requestShutdown() });
   app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await registerWebApp(app, {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pino from 'pino';
+import { StatusService } from './admin/status.service.ts';
 import { AssistantService } from './assistant/assistant.service.ts';
 import { LocalProvider } from './assistant/local/local-provider.ts';
 import { OpenAIProvider } from './assistant/openai/openai-provider.ts';
@@ -34,6 +35,9 @@ export interface Deps {
   assistant: AssistantService;
   chat: ChatService;
   crawler: CrawlerService;
+  status: StatusService;
+  /** Asks the process to shut down gracefully (the console's Kill); main.ts sets it. */
+  requestShutdown: () => void;
   /** Runs the crawler on its cron schedule; started by startServer, not by tests. */
   crawlerScheduler: CrawlerScheduler;
   lastRefresh: LastRefreshSource;
@@ -88,6 +92,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       clock,
       logger: loggers.get('assistant'),
       config: () => config.get(),
+      events,
     });
     const chat = new ChatService({
       database,
@@ -114,6 +119,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     });
     await crawler.load();
     const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
+    const status = new StatusService({ database, clock, config, crawler, timeZone: () => crawler.timeZone() }, events);
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
       loggers
         .get('app')
@@ -135,6 +141,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       chat,
       crawler,
       crawlerScheduler,
+      status,
+      requestShutdown: () => loggers.get('app').warn('shutdown requested, but this process has no shutdown handler'),
       lastRefresh: crawler,
       timeZone: () => crawler.timeZone(),
       health: { queueSize: () => 0, discordGatewayConnected: () => false },

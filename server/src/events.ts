@@ -21,6 +21,8 @@ export interface AnswerEvent {
 
 interface Events {
   answer: [AnswerEvent];
+  /** One call to the assistant provider, by SPEC step (create_thread, create_message, …). */
+  provider_call: [string];
 }
 
 /**

@@ -30,6 +30,7 @@ async function main(): Promise<void> {
       },
     );
   };
+  server.deps.requestShutdown = () => shutdown('console');
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 }

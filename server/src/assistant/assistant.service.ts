@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import type { ProviderStep } from '../db/schema/assistant.ts';
+import type { EventBus } from '../events.ts';
 import { insertProviderLog } from './assistant.queries.ts';
 import {
   FINAL_RUN_STATUSES,
@@ -56,6 +57,7 @@ export class AssistantService {
   readonly #logger: Logger;
   readonly #config: () => RuntimeConfig;
   readonly #runGate: RateGate;
+  readonly #events: EventBus | undefined;
 
   constructor(options: {
     provider: AssistantProvider;
@@ -63,12 +65,14 @@ export class AssistantService {
     clock: Clock;
     logger: Logger;
     config: () => RuntimeConfig;
+    events?: EventBus;
   }) {
     this.provider = options.provider;
     this.#database = options.database;
     this.#clock = options.clock;
     this.#logger = options.logger;
     this.#config = options.config;
+    this.#events = options.events;
     this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second);
   }
 
@@ -221,6 +225,7 @@ export class AssistantService {
       } catch (logError) {
         this.#logger.error({ err: logError, step }, 'could not write the provider call log');
       }
+      this.#events?.publish('provider_call', step);
       if (error !== undefined) this.#logger.warn({ step, operation, err: error }, 'assistant provider call failed');
       else this.#logger.debug({ step, operation }, 'assistant provider call');
     }

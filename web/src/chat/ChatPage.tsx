@@ -43,6 +43,8 @@ export function ChatPage() {
   const [verifiedToken, setVerifiedToken] = useState('');
   const [verificationOn, setVerificationOn] = useState(false);
   const inputRef = useRef<HTMLTextAreaElement>(null);
+  // After a failed send the box gets its text back and the focus, once it is enabled again.
+  const [refocus, setRefocus] = useState(false);
   const endRef = useRef<HTMLDivElement>(null);
 
   const restoreHistory = useCallback(async () => {
@@ -139,7 +141,7 @@ export function ChatPage() {
     } else {
       setMessages((current) => [...current, { id: newId(), role: 'assistant', text: outcome.error, timestamp: new Date().toISOString(), error: true }]);
       setInput(message);
-      requestAnimationFrame(() => inputRef.current?.focus());
+      setRefocus(true);
     }
   };
 
@@ -154,6 +156,12 @@ export function ChatPage() {
     setMessages((current) => current.map((message) => (message.id === id ? { ...message, feedbackSubmitted: true } : message)));
 
   const inputDisabled = readiness.kind !== 'ready' || pending;
+  useEffect(() => {
+    if (refocus && !inputDisabled) {
+      inputRef.current?.focus();
+      setRefocus(false);
+    }
+  }, [refocus, inputDisabled]);
 
   return (
     <Box sx={{ flex: 1, display: 'flex', flexDirection: 'column', minHeight: 0, width: '100%', maxWidth: 820, mx: 'auto' }}>

@@ -4,7 +4,8 @@ export function cut(text: string | null | undefined, max: number, empty = 'N/A')
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
-export const formatDateTime = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : 'N/A');
+export const formatDateTime = (iso: string | null | undefined) =>
+  iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'short' }) : 'N/A';
 
 /** 'Xh Ym' from 60 minutes on, else 'Ym'; N/A when unknown (SPEC §5). */
 export function formatDuration(minutes: number | null | undefined): string {

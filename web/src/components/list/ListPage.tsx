@@ -200,7 +200,7 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
                 {rows.map((row) => (
                   <TableRow key={row.id} hover>
                     {columns.map((column) => (
-                      <TableCell key={column.label} sx={{ whiteSpace: column.narrow ? 'nowrap' : 'normal', minWidth: column.narrow ? undefined : 140 }}>
+                      <TableCell key={column.label} sx={{ whiteSpace: column.narrow ? 'nowrap' : 'normal', minWidth: column.narrow ? undefined : 110 }}>
                         {column.render(row)}
                       </TableCell>
                     ))}
