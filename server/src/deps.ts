@@ -119,7 +119,11 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     });
     await crawler.load();
     const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
-    const status = new StatusService({ database, clock, config, crawler, timeZone: () => crawler.timeZone() }, events);
+    const warnings =
+      usesOpenAI(env) && !turnstileConfigured(env)
+        ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
+        : [];
+    const status = new StatusService({ database, clock, config, crawler, timeZone: () => crawler.timeZone(), warnings }, events);
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
       loggers
         .get('app')

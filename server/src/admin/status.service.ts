@@ -20,13 +20,23 @@ export interface ProviderCounters {
   total_tokens: number;
 }
 
+export interface StatusOptions {
+  database: Database;
+  clock: Clock;
+  config: ConfigService;
+  crawler: CrawlerService;
+  timeZone: () => string;
+  /** Set-up problems the Status screen shows as warnings. */
+  warnings?: string[];
+}
+
 /**
  * The bot's state and figures for the Status screen and /metrics: pause and
  * resume, counters kept since start (API requests, provider calls, answers)
  * and the public chat figures from the database.
  */
 export class StatusService {
-  readonly #options: { database: Database; clock: Clock; config: ConfigService; crawler: CrawlerService; timeZone: () => string };
+  readonly #options: StatusOptions;
   readonly #startedAt: number;
   readonly apiRequests = new Map<string, number>();
   readonly provider: ProviderCounters = {
@@ -43,10 +53,7 @@ export class StatusService {
   #pauseCount = 0;
   #resumeCount = 0;
 
-  constructor(
-    options: { database: Database; clock: Clock; config: ConfigService; crawler: CrawlerService; timeZone: () => string },
-    events: EventBus,
-  ) {
+  constructor(options: StatusOptions, events: EventBus) {
     this.#options = options;
     this.#startedAt = Date.now();
     events.subscribe('answer', (answer) => {
@@ -103,6 +110,7 @@ export class StatusService {
     const crawlerCounters = await crawler.counters(true);
     return {
       paused: config.get().paused,
+      warnings: this.#options.warnings ?? [],
       pause_count: this.#pauseCount,
       resume_count: this.#resumeCount,
       discord: { messages_handled: 0, connects: 0, disconnects: 0 },

@@ -9,13 +9,16 @@ export interface AdminScreen {
 
 const comingSoon = lazy(() => import('./placeholder/ComingSoonPage.tsx'));
 const crawlerRuns = lazy(() => import('./crawler/CrawlerRunsPage.tsx'));
+const status = lazy(() => import('./status/StatusPage.tsx'));
+const commands = lazy(() => import('./commands/CommandsPage.tsx'));
+const config = lazy(() => import('./config/ConfigPage.tsx'));
 const crawlerEvents = lazy(() => import('./crawler/CrawlerEventsPage.tsx'));
 
 /** Every console route of SPEC §2 except login and setup. */
 export const ADMIN_SCREENS: AdminScreen[] = [
-  { path: 'status', title: 'System Status', page: comingSoon },
-  { path: 'commands', title: 'Control Panel', page: comingSoon },
-  { path: 'config', title: 'Bot Config', page: comingSoon },
+  { path: 'status', title: 'System Status', page: status },
+  { path: 'commands', title: 'Control Panel', page: commands },
+  { path: 'config', title: 'Bot Config', page: config },
   { path: 'users', title: 'Users List', page: comingSoon },
   { path: 'watch', title: 'Watch', page: comingSoon },
   { path: 'ask_commands', title: 'Ask Commands', page: comingSoon },

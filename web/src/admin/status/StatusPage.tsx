@@ -1,0 +1,191 @@
+import { Alert, Box, Card, CardContent, Skeleton, Table, TableBody, TableCell, TableRow, Typography } from '@mui/material';
+import { useQuery } from '@tanstack/react-query';
+import type { ReactNode } from 'react';
+import { api, describeHttpError } from '../../api/client.ts';
+import { Page } from '../../app/Layout.tsx';
+import { formatDateTime } from '../../components/format.ts';
+
+interface BotStatus {
+  paused: boolean;
+  pause_count: number;
+  resume_count: number;
+  users_seen: number;
+  current_requests_queued: number;
+  uptime: string;
+  warnings?: string[];
+  openai: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    total_tokens: number;
+    retrieve_run: number;
+    create_message: number;
+    create_thread: number;
+    create_run: number;
+    list_message: number;
+    run_status: Record<string, number>;
+  };
+  api_requests: Record<string, number>;
+  crawler: { enabled: boolean; last_run: string | null; runs_triggered: number };
+  reports: Record<string, number>;
+  public_chat?: {
+    session_count: number;
+    active_session_count: number;
+    unique_thread_count: number;
+    unique_client_ip_count: number;
+    rate_limit_exceeded_count: number;
+    message_count: number;
+    message_error_count: number;
+    messages_today: number;
+    sessions_today: number;
+    new_sessions_today: number;
+    total_prompt_tokens: number;
+    total_completion_tokens: number;
+    total_tokens: number;
+    average_session_duration_minutes: number;
+    average_processing_time_ms: number;
+    feedback_count: number;
+    message_state_counts: Record<string, number>;
+    run_status_counts: Record<string, number>;
+    feedback_type_counts: Record<string, number>;
+  };
+}
+
+const yesNo = (value: boolean) => (value ? 'yes' : 'no');
+const n = (value: number) => value.toLocaleString();
+
+function StatusTable({ title, rows }: { title: string; rows: [string, ReactNode][] }) {
+  return (
+    <Card>
+      <CardContent>
+        <Typography variant="h2" component="h2" gutterBottom>
+          {title}
+        </Typography>
+        {rows.length === 0 ? (
+          <Typography color="text.secondary">None yet</Typography>
+        ) : (
+          <Table size="small" aria-label={title}>
+            <TableBody>
+              {rows.map(([label, value]) => (
+                <TableRow key={label}>
+                  <TableCell component="th" scope="row" sx={{ fontWeight: 600, width: '60%', wordBreak: 'break-word' }}>
+                    {label}
+                  </TableCell>
+                  <TableCell>{value}</TableCell>
+                </TableRow>
+              ))}
+            </TableBody>
+          </Table>
+        )}
+      </CardContent>
+    </Card>
+  );
+}
+
+const entries = (map: Record<string, number>) => Object.entries(map).map(([key, value]): [string, ReactNode] => [key, n(value)]);
+
+/** System Status (SPEC §2): skeleton while loading, the raw error text on failure. */
+export default function StatusPage() {
+  const query = useQuery({ queryKey: ['status'], queryFn: () => api.get<BotStatus>('/api/status'), refetchInterval: 15_000 });
+
+  return (
+    <Page>
+      <Typography variant="h1" component="h1" sx={{ mb: 2 }}>
+        System Status
+      </Typography>
+      {query.isPending ? (
+        <Box aria-busy="true" aria-label="Loading status" sx={{ display: 'grid', gap: 2, gridTemplateColumns: { xs: '1fr', md: '1fr 1fr' } }}>
+          {[0, 1, 2, 3].map((index) => (
+            <Skeleton key={index} variant="rounded" height={220} />
+          ))}
+        </Box>
+      ) : query.isError ? (
+        <Typography component="pre" role="alert" sx={{ color: 'error.main', whiteSpace: 'pre-wrap' }}>
+          {describeHttpError(query.error)}
+        </Typography>
+      ) : (
+        <StatusTables status={query.data} />
+      )}
+    </Page>
+  );
+}
+
+function StatusTables({ status }: { status: BotStatus }) {
+  const chat = status.public_chat;
+  return (
+    <>
+      {status.warnings?.map((warning) => (
+        <Alert key={warning} severity="warning" sx={{ mb: 2 }}>
+          {warning}
+        </Alert>
+      ))}
+      <Box sx={{ display: 'grid', gap: 2, gridTemplateColumns: { xs: '1fr', md: '1fr 1fr' }, alignItems: 'start' }}>
+        <StatusTable
+          title="General"
+          rows={[
+            ['Paused', yesNo(status.paused)],
+            ['Pause count', n(status.pause_count)],
+            ['Resume count', n(status.resume_count)],
+            ['Users seen', n(status.users_seen)],
+            ['Queued requests', n(status.current_requests_queued)],
+            ['Uptime', status.uptime],
+          ]}
+        />
+        <StatusTable
+          title="OpenAI"
+          rows={[
+            ['Prompt tokens', n(status.openai.prompt_tokens)],
+            ['Completion tokens', n(status.openai.completion_tokens)],
+            ['Total tokens', n(status.openai.total_tokens)],
+            ['Retrieve run', n(status.openai.retrieve_run)],
+            ['Create message', n(status.openai.create_message)],
+            ['Create thread', n(status.openai.create_thread)],
+            ['List message', n(status.openai.list_message)],
+            ...entries(status.openai.run_status).map(([key, value]): [string, ReactNode] => [`Run status: ${key}`, value]),
+          ]}
+        />
+        <StatusTable title="API requests" rows={entries(status.api_requests)} />
+        <Box sx={{ display: 'grid', gap: 2 }}>
+          <StatusTable
+            title="Crawler"
+            rows={[
+              ['Enabled', yesNo(status.crawler.enabled)],
+              ['Last run', formatDateTime(status.crawler.last_run)],
+              ['Runs triggered', n(status.crawler.runs_triggered)],
+            ]}
+          />
+          <StatusTable title="Reports" rows={entries(status.reports)} />
+        </Box>
+        {chat && (
+          <StatusTable
+            title="Public chat"
+            rows={[
+              ['Total sessions', n(chat.session_count)],
+              ['Active sessions', n(chat.active_session_count)],
+              ['Unique threads', n(chat.unique_thread_count)],
+              ['Unique client IPs', n(chat.unique_client_ip_count)],
+              ['Rate limited sessions', n(chat.rate_limit_exceeded_count)],
+              ['Total messages', n(chat.message_count)],
+              ['Message errors', n(chat.message_error_count)],
+              ['Messages today', n(chat.messages_today)],
+              ['Sessions today', n(chat.sessions_today)],
+              ['New sessions today', n(chat.new_sessions_today)],
+              ['Prompt tokens', n(chat.total_prompt_tokens)],
+              ['Completion tokens', n(chat.total_completion_tokens)],
+              ['Total tokens', n(chat.total_tokens)],
+              ['Average session duration (minutes)', chat.average_session_duration_minutes.toFixed(2)],
+              ['Average processing time (ms)', chat.average_processing_time_ms.toFixed(0)],
+              ['Feedback', n(chat.feedback_count)],
+            ]}
+          />
+        )}
+        {chat && (
+          <Box sx={{ display: 'grid', gap: 2 }}>
+            <StatusTable title="Message states" rows={entries(chat.message_state_counts)} />
+            <StatusTable title="Run statuses" rows={entries(chat.run_status_counts)} />
+            <StatusTable title="Feedback types" rows={entries(chat.feedback_type_counts)} />
+          </Box>
+        )}
+      </Box>
+    </>
+  );
+}
