@@ -27,6 +27,8 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
+          // A browser on a busy CI machine can take a few seconds to settle.
+          expect: { poll: { timeout: 10_000, interval: 100 } },
         },
       },
     ],

@@ -67,7 +67,8 @@ export default function ConfigPage() {
       return next;
     });
   };
-  const changed = Object.keys(edits) as ConfigField[];
+  const order = SECTIONS.flatMap((section) => section.fields.map((field) => field.name));
+  const changed = (Object.keys(edits) as ConfigField[]).sort((a, b) => order.indexOf(a) - order.indexOf(b));
   const specOf = (name: ConfigField) => SECTIONS.flatMap((section) => section.fields).find((field) => field.name === name)!;
 
   /** Numbers go as numbers; a field left empty or unparsable goes as text so the server names it. */
