@@ -32,6 +32,8 @@ export interface ColumnDef<Row> {
   render: (row: Row) => ReactNode;
   /** Keeps the column narrow (ids, counts, chips). */
   narrow?: boolean;
+  /** Gives the column room (long text such as a question or an answer). */
+  wide?: boolean;
 }
 
 export const ORDER_FILTER: FilterDef = {
@@ -200,7 +202,7 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
                 {rows.map((row) => (
                   <TableRow key={row.id} hover>
                     {columns.map((column) => (
-                      <TableCell key={column.label} sx={{ whiteSpace: column.narrow ? 'nowrap' : 'normal', minWidth: column.narrow ? undefined : 110 }}>
+                      <TableCell key={column.label} sx={{ whiteSpace: column.narrow ? 'nowrap' : 'normal', minWidth: column.narrow ? undefined : column.wide ? 220 : 110 }}>
                         {column.render(row)}
                       </TableCell>
                     ))}
