@@ -27,7 +27,8 @@ describe('status and control panel endpoints', () => {
   it('reports true public chat figures, provider counts and requests per route pattern', async () => {
     await uploadKnowledge(ctx.app, admin, 'notes.md', '# Info\n\nThe lost and found is at the registration desk.');
     const visitor = cookieFrom(await ctx.app.inject({ method: 'POST', url: '/public/chat/turnstile/verify', payload: { token: '' }, remoteAddress: '198.51.100.4' }));
-    const ask = () => ctx.app.inject({ method: 'POST', url: '/public/chat/send', payload: { message: 'Where is the lost and found?' }, headers: { cookie: visitor } });
+    const ask = () =>
+      ctx.app.inject({ method: 'POST', url: '/public/chat/send', payload: { message: 'Where is the lost and found?' }, headers: { cookie: visitor }, remoteAddress: '198.51.100.4' });
     const first = await ask();
     await ask();
     await ctx.app.inject({ method: 'POST', url: '/public/chat/feedback', payload: { feedback_id: first.json().feedback_id, type: 'good' }, headers: { cookie: visitor } });
@@ -93,5 +94,40 @@ describe('status and control panel endpoints', () => {
     expect(byToken.body).toMatch(/concierge_paused 0/);
     const byAdmin = await ctx.app.inject({ method: 'GET', url: '/metrics', headers: { cookie: admin } });
     expect(byAdmin.statusCode).toBe(200);
+  });
+});
+
+describe('status counters', () => {
+  let ctx: TestContext;
+  afterEach(() => ctx.close());
+
+  it('match a full recount of the tables after chats, feedback, limits and clearing threads', async () => {
+    ctx = await createTestContext();
+    const admin = await signIn(ctx.app);
+    await ctx.deps.config.update({ assistant_poll_interval: '100ms', public_chat_requests_per_minute: 2 });
+    await uploadKnowledge(ctx.app, admin, 'notes.md', '# Info\n\nThe lost and found is at the registration desk.');
+    for (const ip of ['198.51.100.1', '198.51.100.2', '198.51.100.2']) {
+      const cookie = cookieFrom(await ctx.app.inject({ method: 'POST', url: '/public/chat/turnstile/verify', payload: { token: '' }, remoteAddress: ip }));
+      const send = () => ctx.app.inject({ method: 'POST', url: '/public/chat/send', payload: { message: 'lost and found?' }, headers: { cookie }, remoteAddress: ip });
+      const first = await send();
+      await send();
+      await send(); // over the limit
+      await ctx.app.inject({ method: 'POST', url: '/public/chat/feedback', payload: { feedback_id: first.json().feedback_id, type: 'good' }, headers: { cookie } });
+    }
+    await ctx.app.inject({ method: 'POST', url: '/api/clear_threads', headers: { cookie: admin } });
+
+    const figures = (await ctx.app.inject({ method: 'GET', url: '/api/status', headers: { cookie: admin } })).json().public_chat;
+    const { db } = ctx.deps.database;
+    const count = async (query: Promise<{ count: number | string | bigint } | undefined>) => Number((await query)?.count ?? 0);
+    expect(figures.session_count).toBe(await count(db.selectFrom('public_chat_sessions').select((eb) => eb.fn.countAll().as('count')).executeTakeFirst()));
+    expect(figures.message_count).toBe(await count(db.selectFrom('public_chat_messages').select((eb) => eb.fn.countAll().as('count')).executeTakeFirst()));
+    expect(figures.message_count).toBe(12);
+    expect(figures.message_state_counts).toEqual({ completed: 12 });
+    expect(figures.unique_thread_count).toBe(0);
+    expect(figures.unique_client_ip_count).toBe(2);
+    expect(figures.rate_limit_exceeded_count).toBe(3);
+    expect(figures.feedback_type_counts).toEqual({ good: 3 });
+    const tokens = await db.selectFrom('public_chat_messages').select((eb) => eb.fn.sum<number>('total_tokens').as('sum')).where('role', '=', 'user').executeTakeFirstOrThrow();
+    expect(figures.total_tokens).toBe(Number(tokens.sum));
   });
 });

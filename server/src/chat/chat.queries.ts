@@ -195,3 +195,48 @@ export async function spendToken(db: Db, tokenHash: string, now: string): Promis
     .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
 }
+
+/**
+ * Adds to the running totals the Status screen reads (public_chat_counters).
+ * Call it in the transaction that writes the rows it counts.
+ */
+export async function bumpCounters(db: Db, deltas: Record<string, number>): Promise<void> {
+  for (const [name, delta] of Object.entries(deltas)) {
+    if (!delta) continue;
+    await db
+      .insertInto('public_chat_counters')
+      .values({ name, value: delta })
+      .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })))
+      .execute();
+  }
+}
+
+export const setCounter = (db: Db, name: string, value: number) =>
+  db
+    .insertInto('public_chat_counters')
+    .values({ name, value })
+    .onConflict((conflict) => conflict.column('name').doUpdateSet({ value }))
+    .execute();
+
+export const readCounters = (db: Db) => db.selectFrom('public_chat_counters').select(['name', 'value']).execute();
+
+/** Records a client address; counts it when it is new. */
+export async function noteClientIp(db: Db, clientIp: string | null, now: string): Promise<void> {
+  if (!clientIp) return;
+  const result = await db
+    .insertInto('public_chat_client_ips')
+    .values({ client_ip: clientIp, created_at: now })
+    .onConflict((conflict) => conflict.column('client_ip').doNothing())
+    .executeTakeFirst();
+  if (Number(result.numInsertedOrUpdatedRows ?? 0n) > 0) await bumpCounters(db, { client_ip_count: 1 });
+}
+
+/** Records a session that hit the rate limit; counts it the first time. */
+export async function noteLimited(db: Db, identifier: string, now: string): Promise<void> {
+  const result = await db
+    .insertInto('public_chat_limited_identifiers')
+    .values({ identifier, created_at: now })
+    .onConflict((conflict) => conflict.column('identifier').doNothing())
+    .executeTakeFirst();
+  if (Number(result.numInsertedOrUpdatedRows ?? 0n) > 0) await bumpCounters(db, { limited_session_count: 1 });
+}

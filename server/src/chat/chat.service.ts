@@ -219,32 +219,39 @@ export class ChatService {
     if (!message || message.session_id !== session.session_id || message.role !== 'user') {
       throw notFound(CHAT_ERRORS.feedbackNotFound, 'message_not_found');
     }
-    await queries.insertFeedback(this.#db, {
-      public_chat_message_id: message.id,
-      session_id: session.session_id,
-      type: request.type,
-      description: request.description ?? null,
-      detail: request.detail?.trim() || null,
-      client_ip: client.ip,
-      user_agent: client.userAgent,
-      now: this.#now().toISOString(),
+    await this.#options.database.transaction(async (trx) => {
+      await queries.bumpCounters(trx, { [`feedback:${request.type}`]: 1 });
+      await queries.insertFeedback(trx, {
+        public_chat_message_id: message.id,
+        session_id: session.session_id,
+        type: request.type,
+        description: request.description ?? null,
+        detail: request.detail?.trim() || null,
+        client_ip: client.ip,
+        user_agent: client.userAgent,
+        now: this.#now().toISOString(),
+      });
     });
   }
 
   async #answer(session: queries.SessionRow, request: ChatSendRequest, client: ClientInfo, source: ChatSource, receivedAt: number): Promise<ChatReply> {
     const db = this.#db;
     const startedAt = this.#now();
-    const messageId = await queries.insertMessage(db, {
-      session_id: session.session_id,
-      role: 'user',
-      content: request.message,
-      state: 'processing',
-      client_ip: client.ip,
-      user_agent: client.userAgent,
-      client_message_id: request.client_message_id ?? null,
-      now: startedAt.toISOString(),
+    const messageId = await this.#options.database.transaction(async (trx) => {
+      const id = await queries.insertMessage(trx, {
+        session_id: session.session_id,
+        role: 'user',
+        content: request.message,
+        state: 'processing',
+        client_ip: client.ip,
+        user_agent: client.userAgent,
+        client_message_id: request.client_message_id ?? null,
+        now: startedAt.toISOString(),
+      });
+      await queries.bumpCounters(trx, { message_count: 1, 'state:processing': 1 });
+      return id;
     });
-    await queries.touchSession(db, session.session_id, { client_ip: client.ip, user_agent: client.userAgent }, startedAt.toISOString(), new Date(startedAt.getTime() + SESSION_IDLE_MS).toISOString());
+    await this.#touch(session, client, startedAt);
 
     let threadId = session.thread_id;
     let run: { id: string; status: string } | null = null;
@@ -260,7 +267,10 @@ export class ChatService {
           progress: {
             threadCreated: async (id) => {
               threadId = id;
-              await queries.setThread(db, session.session_id, id, this.#now().toISOString());
+              await this.#options.database.transaction(async (trx) => {
+                await queries.setThread(trx, session.session_id, id, this.#now().toISOString());
+                await queries.bumpCounters(trx, { thread_count: 1 });
+              });
             },
             runCreated: (created) => {
               run = created;
@@ -310,6 +320,17 @@ export class ChatService {
           }),
         );
         await queries.recordExchangeOnSession(trx, session.session_id, { ...outcome, error: null }, finishedAt);
+        await queries.bumpCounters(trx, {
+          message_count: 1,
+          'state:processing': -1,
+          'state:completed': 2,
+          [`run_status:${result.runStatus}`]: 1,
+          prompt_tokens: outcome.prompt_tokens,
+          completion_tokens: outcome.completion_tokens,
+          total_tokens: outcome.total_tokens,
+          processing_ms_sum: processing,
+          processing_count: 1,
+        });
       });
       this.#publish({
         source,
@@ -332,16 +353,19 @@ export class ChatService {
       const processing = Date.now() - processingStart;
       const lastRun = run as { id: string; status: string } | null;
       const runStatus = error instanceof ProviderError && error.runStatus ? error.runStatus : (lastRun?.status ?? null);
-      await queries.updateMessage(db, messageId, {
-        state: 'failed',
-        error: failure.logMessage,
-        run_id: lastRun?.id ?? null,
-        run_status: runStatus,
-        processing_duration_ms: processing,
-        response_latency_ms: Date.now() - receivedAt,
-        updated_at: finishedAt,
+      await this.#options.database.transaction(async (trx) => {
+        await queries.updateMessage(trx, messageId, {
+          state: 'failed',
+          error: failure.logMessage,
+          run_id: lastRun?.id ?? null,
+          run_status: runStatus,
+          processing_duration_ms: processing,
+          response_latency_ms: Date.now() - receivedAt,
+          updated_at: finishedAt,
+        });
+        await queries.recordExchangeOnSession(trx, session.session_id, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, error: failure.logMessage }, finishedAt);
+        await queries.bumpCounters(trx, { 'state:processing': -1, 'state:failed': 1, ...(runStatus ? { [`run_status:${runStatus}`]: 1 } : {}) });
       });
-      await queries.recordExchangeOnSession(db, session.session_id, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, error: failure.logMessage }, finishedAt);
       this.#logger.warn({ err: error, sessionId: session.session_id, messageId }, 'public chat answer failed');
       this.#publish({
         source,
@@ -388,7 +412,10 @@ export class ChatService {
       max_requests: max,
       now: now.toISOString(),
     });
-    if (request_count > max) throw refusal();
+    if (request_count > max) {
+      if (identifier.startsWith('session:')) await queries.noteLimited(this.#db, identifier, now.toISOString());
+      throw refusal();
+    }
   }
 
   #secondsLeftInWindow(): number {
@@ -402,20 +429,35 @@ export class ChatService {
     const now = this.#now();
     const expiresAt = new Date(now.getTime() + SESSION_IDLE_MS).toISOString();
     if (existing) {
-      await queries.touchSession(this.#db, existing.session_id, { client_ip: client.ip, user_agent: client.userAgent }, now.toISOString(), expiresAt);
+      await this.#touch(existing, client, now);
       return existing;
     }
     const id = randomBytes(24).toString('base64url');
-    await queries.insertSession(this.#db, {
-      session_id: id,
-      client_ip: client.ip,
-      user_agent: client.userAgent,
-      referer: client.referer,
-      verified: false,
-      now: now.toISOString(),
-      expires_at: expiresAt,
+    await this.#options.database.transaction(async (trx) => {
+      await queries.insertSession(trx, {
+        session_id: id,
+        client_ip: client.ip,
+        user_agent: client.userAgent,
+        referer: client.referer,
+        verified: false,
+        now: now.toISOString(),
+        expires_at: expiresAt,
+      });
+      await queries.bumpCounters(trx, { session_count: 1 });
+      await queries.noteClientIp(trx, client.ip, now.toISOString());
     });
     return (await queries.findSession(this.#db, id))!;
+  }
+
+  /** Marks the session used now (extending its life) and keeps the session-duration total in step. */
+  async #touch(session: queries.SessionRow, client: ClientInfo, now: Date): Promise<void> {
+    const expiresAt = new Date(now.getTime() + SESSION_IDLE_MS).toISOString();
+    const added = Math.max(0, now.getTime() - Date.parse(session.last_seen_at));
+    await this.#options.database.transaction(async (trx) => {
+      await queries.touchSession(trx, session.session_id, { client_ip: client.ip, user_agent: client.userAgent }, now.toISOString(), expiresAt);
+      await queries.bumpCounters(trx, { session_duration_ms_sum: added });
+      await queries.noteClientIp(trx, client.ip, now.toISOString());
+    });
   }
 
   #publish(event: Omit<AnswerEvent, 'created_at'>): void {

@@ -84,3 +84,21 @@ export interface SpentVerificationTokenTable {
   token_hash: string;
   created_at: string;
 }
+
+/** Running totals the Status screen reads (name → value), kept in the same transactions as the rows they count. */
+export interface PublicChatCounterTable {
+  name: string;
+  value: number;
+}
+
+/** Every client address ever seen (for the distinct count). */
+export interface PublicChatClientIpTable {
+  client_ip: string;
+  created_at: string;
+}
+
+/** Every session identifier that ever hit the rate limit (for the distinct count). */
+export interface PublicChatLimitedIdentifierTable {
+  identifier: string;
+  created_at: string;
+}

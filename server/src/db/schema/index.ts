@@ -8,6 +8,9 @@ import type {
   ProviderLogTable,
 } from './assistant.ts';
 import type {
+  PublicChatClientIpTable,
+  PublicChatCounterTable,
+  PublicChatLimitedIdentifierTable,
   PublicChatFeedbackTable,
   PublicChatMessageTable,
   PublicChatRateLimitTable,
@@ -30,6 +33,9 @@ export interface DB {
   public_chat_feedback: PublicChatFeedbackTable;
   public_chat_rate_limits: PublicChatRateLimitTable;
   spent_verification_tokens: SpentVerificationTokenTable;
+  public_chat_counters: PublicChatCounterTable;
+  public_chat_client_ips: PublicChatClientIpTable;
+  public_chat_limited_identifiers: PublicChatLimitedIdentifierTable;
 
   openai_create_thread_logs: ProviderLogTable;
   openai_create_message_logs: ProviderLogTable;
