@@ -1,5 +1,6 @@
 import { request as playwrightRequest, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { minuteStartClock } from '@concierge/server/src/test-support/test-context.ts';
 import { launchBrowser, newPage, screenshot, signInAs, startProduct, type Product } from './support.ts';
 
 const rows = (page: Page) => page.locator('tbody tr');
@@ -10,7 +11,8 @@ describe('public chat monitoring screens', () => {
   let failedId: number;
 
   beforeAll(async () => {
-    product = await startProduct();
+    // A whole rate-limit window (a clock minute) for the visitor's 16 requests.
+    product = await startProduct({}, { clock: minuteStartClock() });
     await product.server.deps.config.update({ public_chat_requests_per_minute: 15, assistant_poll_interval: '100ms' });
     // A visitor asks 15 questions (30 message rows), gives feedback on one and hits the limit once.
     const visitor = await playwrightRequest.newContext({ baseURL: product.url });

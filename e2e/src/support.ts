@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Clock } from '@concierge/server/src/clock.ts';
 import { startServer, type RunningServer } from '@concierge/server/src/server.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -20,12 +21,12 @@ export interface Product {
 }
 
 /** The whole product on a fresh SQLite database and a free port, serving the built web app. */
-export async function startProduct(env: Record<string, string> = {}): Promise<Product> {
+export async function startProduct(env: Record<string, string> = {}, options: { clock?: Clock } = {}): Promise<Product> {
   if (!existsSync(path.join(ROOT, 'web/dist/index.html'))) {
     throw new Error('web/dist is missing: build the web app first (`npm run build`; `npm test` does it for you)');
   }
   const dir = mkdtempSync(path.join(tmpdir(), 'concierge-e2e-'));
-  const server = await startServer({ DATABASE_URL: `sqlite:${path.join(dir, 'e2e.db')}`, PORT: '0', LOG_LEVEL: 'silent', ...env });
+  const server = await startServer({ DATABASE_URL: `sqlite:${path.join(dir, 'e2e.db')}`, PORT: '0', LOG_LEVEL: 'silent', ...env }, options);
   // The crawler reads the bundled sample schedule on start; wait until the assistant knows it.
   const deadline = Date.now() + 30_000;
   while (!(await server.deps.crawler.lastRefresh()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));

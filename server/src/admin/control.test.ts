@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cookieFrom, createTestContext, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
+import { cookieFrom, createTestContext, minuteStartClock, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
 
 describe('status and control panel endpoints', () => {
   let ctx: TestContext;
@@ -102,7 +102,7 @@ describe('status counters', () => {
   afterEach(() => ctx.close());
 
   it('match a full recount of the tables after chats, feedback, limits and clearing threads', async () => {
-    ctx = await createTestContext();
+    ctx = await createTestContext({ clock: minuteStartClock() });
     const admin = await signIn(ctx.app);
     await ctx.deps.config.update({ assistant_poll_interval: '100ms', public_chat_requests_per_minute: 2 });
     await uploadKnowledge(ctx.app, admin, 'notes.md', '# Info\n\nThe lost and found is at the registration desk.');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cookieFrom, createTestContext, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
+import { cookieFrom, createTestContext, minuteStartClock, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
 
 describe('public chat monitoring lists', () => {
   let ctx: TestContext;
@@ -11,7 +11,7 @@ describe('public chat monitoring lists', () => {
   const get = (url: string) => ctx.app.inject({ method: 'GET', url, headers: { cookie: admin } });
 
   beforeAll(async () => {
-    ctx = await createTestContext({ env: { CONVENTION_TIMEZONE: 'America/Chicago' } });
+    ctx = await createTestContext({ env: { CONVENTION_TIMEZONE: 'America/Chicago' }, clock: minuteStartClock() });
     admin = await signIn(ctx.app);
     await ctx.deps.config.update({ assistant_poll_interval: '100ms', public_chat_requests_per_minute: 2 });
     await uploadKnowledge(ctx.app, admin, 'notes.md', '# Info\n\nThe lost and found is at the registration desk.');

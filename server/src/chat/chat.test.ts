@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CHAT_ERRORS } from './chat.service.ts';
 import { countRequest } from './chat.queries.ts';
-import { cookieFrom, createTestContext, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
+import { cookieFrom, createTestContext, minuteStartClock, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
 
 const NOTES = `# Practical information
 
@@ -14,7 +14,7 @@ describe('public chat', () => {
   let admin: string;
 
   beforeEach(async () => {
-    ctx = await createTestContext();
+    ctx = await createTestContext({ clock: minuteStartClock() });
     admin = await signIn(ctx.app);
     await ctx.deps.config.update({ assistant_poll_interval: '100ms' });
     const upload = await uploadKnowledge(ctx.app, admin, 'notes.md', NOTES);

@@ -115,9 +115,20 @@ export function manualClock(start = new Date('2026-03-13T15:00:00Z')) {
   };
 }
 
+/**
+ * Real time, shifted so that it reads the start of a clock minute when
+ * called. Rate-limit windows are clock minutes: a test that counts requests
+ * against a limit has a whole minute before its window rolls over.
+ */
+export function minuteStartClock(): Clock {
+  const now = Date.now();
+  const offset = 60_000 - (now % 60_000);
+  return () => new Date(Date.now() + offset);
+}
+
 /** Uploads a file to the assistant's vector store through the admin API. */
 export async function uploadKnowledge(app: FastifyInstance, cookie: string, filename: string, content: string | Buffer) {
   const form = new FormData();
-  form.append('file', new Blob([content]), filename);
+  form.append('file', new Blob([typeof content === 'string' ? content : new Uint8Array(content)]), filename);
   return app.inject({ method: 'POST', url: '/api/openai/vector_store/upload', headers: { cookie }, payload: form });
 }
