@@ -11,11 +11,22 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureChatFirstLoad } from './bundle-size.ts';
 import { formatResult, passed, type BenchResult } from './report.ts';
+import { benchStatus, findPostgres, postgresEngine, sqliteEngine } from './status-bench.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 const BENCHMARKS: { name: string; run: () => Promise<BenchResult[]> }[] = [
   { name: 'bundle', run: async () => [await measureChatFirstLoad(path.join(ROOT, 'web/dist'), path.join(ROOT, 'bench/baseline'))] },
+  {
+    name: 'status',
+    run: async () => {
+      const results = [await benchStatus(sqliteEngine())];
+      const postgres = await findPostgres();
+      if (postgres) results.push(await benchStatus(postgresEngine(postgres)));
+      else console.log('PostgreSQL not reachable (BENCH_DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432): status measured on SQLite only');
+      return results;
+    },
+  },
 ];
 
 const filter = process.argv[2];
