@@ -19,13 +19,21 @@ export function dateRange(query: ListQuery, timeZone: string): DateRange {
   const fromText = query.date_from ?? query.start_date;
   const toText = query.date_to ?? query.end_date;
   const range: DateRange = {};
-  if (fromText) range.from = toInstant(fromText, timeZone, 'start', query.date_from ? 'date_from' : 'start_date').toISOString();
-  if (toText) range.before = toInstant(toText, timeZone, 'end', query.date_to ? 'date_to' : 'end_date').toISOString();
+  if (fromText) range.from = isoText(toInstant(fromText, timeZone, 'start', query.date_from ? 'date_from' : 'start_date'));
+  if (toText) range.before = isoText(toInstant(toText, timeZone, 'end', query.date_to ? 'date_to' : 'end_date'));
   if (range.from && range.before && range.from >= range.before) {
     throw invalidField(query.date_to ? 'date_to' : 'end_date', 'must be after the start of the range');
   }
   return range;
 }
+
+/**
+ * The last instant written as plain ISO text: past the year 9999
+ * `toISOString()` gives `+010000-…`, which SQLite compares wrongly as text and
+ * PostgreSQL refuses. No row is stamped that late, so clamping changes no result.
+ */
+const LAST_INSTANT = '9999-12-31T23:59:59.999Z';
+const isoText = (instant: Date): string => (instant.getUTCFullYear() > 9999 ? LAST_INSTANT : instant.toISOString());
 
 /** True when year-month-day (and hour:minute) name a real calendar date and time. */
 function isRealDate(text: string): boolean {
