@@ -5,38 +5,46 @@
  *
  *   npm run bench                 every benchmark
  *   npm run bench -- bundle       only those whose name contains "bundle"
+ *   npm run bench -- lists sessions   the list benchmark on tables whose name contains "sessions"
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureChatFirstLoad } from './bundle-size.ts';
 import { formatResult, passed, type BenchResult } from './report.ts';
-import { benchStatus, findPostgres, postgresEngine, sqliteEngine } from './status-bench.ts';
+import { availableEngines } from './engines.ts';
+import { benchLists } from './list-bench.ts';
+import { benchStatus } from './status-bench.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-const BENCHMARKS: { name: string; run: () => Promise<BenchResult[]> }[] = [
-  { name: 'bundle', run: async () => [await measureChatFirstLoad(path.join(ROOT, 'web/dist'), path.join(ROOT, 'bench/baseline'))] },
+const results: BenchResult[] = [];
+/** Prints a result as soon as it is measured (the list benchmarks take minutes). */
+const report = (result: BenchResult) => {
+  results.push(result);
+  console.log(formatResult(result));
+};
+
+const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
+  { name: 'bundle', run: async () => report(await measureChatFirstLoad(path.join(ROOT, 'web/dist'), path.join(ROOT, 'bench/baseline'))) },
   {
     name: 'status',
     run: async () => {
-      const results = [await benchStatus(sqliteEngine())];
-      const postgres = await findPostgres();
-      if (postgres) results.push(await benchStatus(postgresEngine(postgres)));
-      else console.log('PostgreSQL not reachable (BENCH_DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432): status measured on SQLite only');
-      return results;
+      for (const engine of await availableEngines('/api/status')) report(await benchStatus(engine));
+    },
+  },
+  {
+    name: 'lists',
+    run: async () => {
+      for (const engine of await availableEngines('the monitoring lists')) await benchLists(engine, report, process.argv[3]);
     },
   },
 ];
 
 const filter = process.argv[2];
-const results: BenchResult[] = [];
 for (const bench of BENCHMARKS.filter((candidate) => !filter || candidate.name.includes(filter))) {
   console.log(`--- ${bench.name}`);
-  for (const result of await bench.run()) {
-    results.push(result);
-    console.log(formatResult(result));
-  }
+  await bench.run();
 }
 mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(path.join(ROOT, 'bench/results/latest.json'), `${JSON.stringify({ at: new Date().toISOString(), results }, null, 2)}\n`);

@@ -1,87 +1,14 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import pg from 'pg';
-import { buildApp } from '@concierge/server/src/app.ts';
 import { bumpCounters } from '@concierge/server/src/chat/chat.queries.ts';
-import { loadEnv } from '@concierge/server/src/config/env.ts';
 import type { Database } from '@concierge/server/src/db/database.ts';
-import { createDeps, type Deps } from '@concierge/server/src/deps.ts';
+import { count, median, signIn, type Engine } from './engines.ts';
 import type { BenchResult } from './report.ts';
 
-const ADMIN = { username: 'bench', password: 'bench-password-123' };
 const ITERATIONS = 40;
 const SMALL = { messages: 1_000, sessions: 100 };
 const LARGE = { messages: 1_000_000, sessions: 100_000 };
 /** Today's traffic is the same in both runs: the large run only adds history. */
 const TODAY_MESSAGES = 200;
-
-export interface Engine {
-  name: 'SQLite' | 'PostgreSQL';
-  open(): Promise<{ deps: Deps; app: FastifyInstance; cleanup(): Promise<void> }>;
-}
-
-export function sqliteEngine(): Engine {
-  return {
-    name: 'SQLite',
-    async open() {
-      const dir = mkdtempSync(path.join(tmpdir(), 'concierge-bench-'));
-      const env = loadEnv({ DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}`, LOG_LEVEL: 'silent', CONVENTION_TIMEZONE: 'UTC' });
-      const deps = await createDeps(env);
-      const app = await buildApp(deps);
-      return {
-        deps,
-        app,
-        async cleanup() {
-          await app.close();
-          await deps.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-  };
-}
-
-/** PostgreSQL at `url` in a schema of its own, dropped afterwards. */
-export function postgresEngine(url: string): Engine {
-  return {
-    name: 'PostgreSQL',
-    async open() {
-      const schema = `bench_${randomBytes(4).toString('hex')}`;
-      const env = loadEnv({ DATABASE_URL: url, LOG_LEVEL: 'silent', CONVENTION_TIMEZONE: 'UTC' });
-      const deps = await createDeps(env, { databaseSchema: schema });
-      const app = await buildApp(deps);
-      return {
-        deps,
-        app,
-        async cleanup() {
-          await app.close();
-          await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(deps.database.db);
-          await deps.close();
-        },
-      };
-    },
-  };
-}
-
-/** A PostgreSQL URL to bench against: BENCH_DATABASE_URL, TEST_DATABASE_URL, or a local server. */
-export async function findPostgres(): Promise<string | null> {
-  const candidates = [process.env.BENCH_DATABASE_URL, process.env.TEST_DATABASE_URL, 'postgres://postgres@127.0.0.1:5432/postgres'].filter(Boolean) as string[];
-  for (const url of candidates) {
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-    try {
-      await client.connect();
-      await client.end();
-      return url;
-    } catch {
-      await client.end().catch(() => {});
-    }
-  }
-  return null;
-}
 
 /**
  * Adds sessions and messages with plain SQL (fast enough for a million rows):
@@ -160,24 +87,6 @@ async function seedToday(database: Database) {
   for (let i = 0; i < rows.length; i += 50) await database.db.insertInto('public_chat_messages').values(rows.slice(i, i + 50)).execute();
 }
 
-async function median(run: () => Promise<void>): Promise<number> {
-  for (let i = 0; i < 5; i++) await run(); // warm up
-  const times: number[] = [];
-  for (let i = 0; i < ITERATIONS; i++) {
-    const start = process.hrtime.bigint();
-    await run();
-    times.push(Number(process.hrtime.bigint() - start) / 1e6);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
-}
-
-async function signIn(app: FastifyInstance): Promise<string> {
-  await app.inject({ method: 'POST', url: '/setup', payload: { ...ADMIN, confirm_password: ADMIN.password } });
-  const login = await app.inject({ method: 'POST', url: '/login', payload: ADMIN });
-  return login.cookies.map((cookie) => `${cookie.name}=${cookie.value}`).join('; ');
-}
-
 /** /api/status with 1,000,000 messages and 100,000 sessions against 1,000 messages, same run and database. */
 export async function benchStatus(engine: Engine): Promise<BenchResult> {
   const { deps, app, cleanup } = await engine.open();
@@ -189,17 +98,17 @@ export async function benchStatus(engine: Engine): Promise<BenchResult> {
     };
     await seed(deps.database, { messages: 0, sessions: 0 }, SMALL);
     await seedToday(deps.database);
-    const small = await median(status);
+    const small = await median(status, ITERATIONS);
     const seedStart = Date.now();
     await seed(deps.database, SMALL, LARGE);
     const seedSeconds = (Date.now() - seedStart) / 1000;
-    const large = await median(status);
+    const large = await median(status, ITERATIONS);
     return {
       name: `/api/status on ${engine.name}`,
-      measure: `median of ${ITERATIONS} requests with ${LARGE.messages.toLocaleString('en-US')} messages and ${LARGE.sessions.toLocaleString('en-US')} sessions`,
+      measure: `median of ${ITERATIONS} requests with ${count(LARGE.messages)} messages and ${count(LARGE.sessions)} sessions`,
       value: large,
       baseline: small,
-      baselineMeasure: `same with ${SMALL.messages.toLocaleString('en-US')} messages and ${SMALL.sessions} sessions`,
+      baselineMeasure: `same with ${count(SMALL.messages)} messages and ${SMALL.sessions} sessions`,
       unit: 'ms',
       ratio: large / small,
       maxRatio: 1.5,

@@ -1,5 +1,5 @@
 import type { ListQuery } from '@concierge/contract';
-import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import { sql, type Expression, type RawBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import { invalidField } from '../errors.ts';
 import { zonedTime } from '../time-zone.ts';
 
@@ -77,6 +77,36 @@ export function containsText(column: string, value: string): RawBuilder<SqlBool>
   return sql<SqlBool>`lower(${sql.ref(column)}) like ${pattern} escape '\\'`;
 }
 
+/** `column` (a boolean) is true or false, written as a literal so partial indexes on it apply (SQLite ignores them for a bound `= ?`). */
+export const isTrue = (column: string, value: boolean): Expression<SqlBool> =>
+  value ? sql<SqlBool>`${sql.ref(column)}` : sql<SqlBool>`not ${sql.ref(column)}`;
+
 /** `column is [not] null` as an expression, for has_error filters. */
 export const isPresent = (column: string, present: boolean): Expression<SqlBool> =>
   present ? sql<SqlBool>`${sql.ref(column)} is not null` : sql<SqlBool>`${sql.ref(column)} is null`;
+
+/** A list page as the endpoints take it: the date range, the order and the slice. */
+export interface ListPage {
+  range: DateRange;
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+}
+
+/**
+ * The date range, order and slice every list applies the same way. Rows are
+ * ordered by their time column, then id, and each list table has an index on
+ * exactly (time, id): a range filter and the order are then one index walk,
+ * so a page costs the same whatever the table's size and however wide the
+ * range (ordering by id alone left a wide range to a sort of every match).
+ */
+export const paged =
+  (page: ListPage, time: string, id = 'id') =>
+  <QB extends SelectQueryBuilder<any, any, any>>(qb: QB): QB =>
+    qb
+      .$if(page.range.from !== undefined, (q) => q.where(sql.ref(time), '>=', page.range.from))
+      .$if(page.range.before !== undefined, (q) => q.where(sql.ref(time), '<', page.range.before))
+      .orderBy(sql.ref(time), page.order)
+      .orderBy(sql.ref(id), page.order)
+      .limit(page.limit)
+      .offset(page.offset) as QB;

@@ -1,14 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { PROVIDER_LOG_TABLE, type ProviderStep } from '../db/schema/assistant.ts';
-import { containsText, isPresent, type DateRange } from './list-query.ts';
-
-interface Page {
-  range: DateRange;
-  order: 'asc' | 'desc';
-  limit: number;
-  offset: number;
-}
+import { containsText, isPresent, isTrue, paged, type ListPage as Page } from './list-query.ts';
 
 export const listMessages = (db: Db, filters: Page & { session_id?: string; role?: 'user' | 'assistant'; state?: string }) =>
   db
@@ -37,11 +30,7 @@ export const listMessages = (db: Db, filters: Page & { session_id?: string; role
     .$if(filters.session_id !== undefined, (qb) => qb.where(containsText('message.session_id', filters.session_id!)))
     .$if(filters.role !== undefined, (qb) => qb.where('message.role', '=', filters.role!))
     .$if(filters.state !== undefined, (qb) => qb.where('message.state', '=', filters.state!))
-    .$if(filters.range.from !== undefined, (qb) => qb.where('message.created_at', '>=', filters.range.from!))
-    .$if(filters.range.before !== undefined, (qb) => qb.where('message.created_at', '<', filters.range.before!))
-    .orderBy('message.id', filters.order)
-    .limit(filters.limit)
-    .offset(filters.offset)
+    .$call(paged(filters, 'message.created_at', 'message.id'))
     .execute();
 
 export const listFeedback = (db: Db, filters: Page & { session_id?: string; message_id?: number; message_ids?: number[]; type?: string }) =>
@@ -52,11 +41,7 @@ export const listFeedback = (db: Db, filters: Page & { session_id?: string; mess
     .$if(filters.message_id !== undefined, (qb) => qb.where('public_chat_message_id', '=', filters.message_id!))
     .$if(filters.message_ids !== undefined, (qb) => qb.where('public_chat_message_id', 'in', filters.message_ids!.length ? filters.message_ids! : [-1]))
     .$if(filters.type !== undefined, (qb) => qb.where('type', '=', filters.type!))
-    .$if(filters.range.from !== undefined, (qb) => qb.where('created_at', '>=', filters.range.from!))
-    .$if(filters.range.before !== undefined, (qb) => qb.where('created_at', '<', filters.range.before!))
-    .orderBy('id', filters.order)
-    .limit(filters.limit)
-    .offset(filters.offset)
+    .$call(paged(filters, 'created_at'))
     .execute();
 
 export const listSessions = (
@@ -90,11 +75,7 @@ export const listSessions = (
     .$if(filters.thread_id !== undefined, (qb) => qb.where(containsText('thread_id', filters.thread_id!)))
     .$if(filters.active !== undefined, (qb) => qb.where('expires_at', filters.active ? '>' : '<=', now))
     .$if(filters.has_error !== undefined, (qb) => qb.where(isPresent('error', filters.has_error!)))
-    .$if(filters.range.from !== undefined, (qb) => qb.where('created_at', '>=', filters.range.from!))
-    .$if(filters.range.before !== undefined, (qb) => qb.where('created_at', '<', filters.range.before!))
-    .orderBy('id', filters.order)
-    .limit(filters.limit)
-    .offset(filters.offset)
+    .$call(paged(filters, 'created_at'))
     .execute();
 
 export const listRateLimits = (db: Db, filters: Page & { identifier?: string; client_ip?: string; limited?: boolean }) =>
@@ -103,12 +84,8 @@ export const listRateLimits = (db: Db, filters: Page & { identifier?: string; cl
     .selectAll()
     .$if(filters.identifier !== undefined, (qb) => qb.where(containsText('identifier', filters.identifier!)))
     .$if(filters.client_ip !== undefined, (qb) => qb.where(containsText('client_ip', filters.client_ip!)))
-    .$if(filters.limited !== undefined, (qb) => qb.where('limited', '=', filters.limited!))
-    .$if(filters.range.from !== undefined, (qb) => qb.where('created_at', '>=', filters.range.from!))
-    .$if(filters.range.before !== undefined, (qb) => qb.where('created_at', '<', filters.range.before!))
-    .orderBy('id', filters.order)
-    .limit(filters.limit)
-    .offset(filters.offset)
+    .$if(filters.limited !== undefined, (qb) => qb.where(isTrue('limited', filters.limited!)))
+    .$call(paged(filters, 'created_at'))
     .execute();
 
 export const listProviderLogs = (
@@ -137,9 +114,5 @@ export const listProviderLogs = (
     .$if(filters.message_id !== undefined, (qb) => qb.where('public_chat_message_id', '=', filters.message_id!))
     .$if(filters.client_ip !== undefined, (qb) => qb.where(containsText('client_ip', filters.client_ip!)))
     .$if(filters.has_error !== undefined, (qb) => qb.where(isPresent('error', filters.has_error!)))
-    .$if(filters.range.from !== undefined, (qb) => qb.where('created_at', '>=', filters.range.from!))
-    .$if(filters.range.before !== undefined, (qb) => qb.where('created_at', '<', filters.range.before!))
-    .orderBy('id', filters.order)
-    .limit(filters.limit)
-    .offset(filters.offset)
+    .$call(paged(filters, 'created_at'))
     .execute();

@@ -33,7 +33,22 @@ export const SESSION_POLICY = {
   absoluteMs: 14 * 24 * HOUR,
   /** The sliding expiry is written back at most this often. */
   touchEveryMs: 5 * MINUTE,
+  /**
+   * A session found valid is trusted again without reading the database for
+   * this long. Signing out ends it at once in this process; another process
+   * sharing the database may accept it for up to this long.
+   */
+  recheckEveryMs: 5_000,
 };
+
+/** Sessions remembered as valid at most; the oldest is forgotten first. */
+const RECENT_SESSIONS_MAX = 1_000;
+
+interface RecentSession {
+  session: Omit<AdminSession, 'renewed'>;
+  lastSeenAt: number;
+  checkedAt: number;
+}
 
 /**
  * Sign-in throttling. Failures count per client IP and per username+IP, so a
@@ -68,6 +83,7 @@ export class AuthService {
   readonly #clock: Clock;
   readonly #logger: Logger;
   #setupDone = false;
+  readonly #recent = new Map<string, RecentSession>();
 
   constructor(options: { database: Database; clock: Clock; logger: Logger }) {
     this.#database = options.database;
@@ -146,30 +162,52 @@ export class AuthService {
     return { token, username: admin.username, expiresAt };
   }
 
-  /** The session behind a cookie token, or null when it is unknown or expired. Slides the expiry. */
+  /**
+   * The session behind a cookie token, or null when it is unknown or expired.
+   * Slides the expiry. Every console request comes through here, so a session
+   * checked moments ago is answered from memory (SESSION_POLICY.recheckEveryMs).
+   */
   async authenticate(token: string): Promise<AdminSession | null> {
     const id = hashToken(token);
+    const now = this.#clock().getTime();
+    const recent = this.#recent.get(id);
+    if (
+      recent &&
+      now - recent.checkedAt < SESSION_POLICY.recheckEveryMs &&
+      now - recent.lastSeenAt < SESSION_POLICY.touchEveryMs &&
+      now < recent.session.expiresAt.getTime()
+    ) {
+      return { ...recent.session, renewed: false };
+    }
+    this.#recent.delete(id);
+
     const db = this.#database.db;
     const session = await findSession(db, id);
     if (!session) return null;
-    const now = this.#clock();
-    if (Date.parse(session.expires_at) <= now.getTime() || Date.parse(session.absolute_expires_at) <= now.getTime()) {
+    if (Date.parse(session.expires_at) <= now || Date.parse(session.absolute_expires_at) <= now) {
       await deleteSession(db, id);
       return null;
     }
     let expiresAt = new Date(session.expires_at);
+    let lastSeenAt = Date.parse(session.last_seen_at);
     let renewed = false;
-    if (now.getTime() - Date.parse(session.last_seen_at) >= SESSION_POLICY.touchEveryMs) {
-      expiresAt = new Date(Math.min(now.getTime() + SESSION_POLICY.idleMs, Date.parse(session.absolute_expires_at)));
-      await touchSession(db, id, now.toISOString(), expiresAt.toISOString());
+    if (now - lastSeenAt >= SESSION_POLICY.touchEveryMs) {
+      expiresAt = new Date(Math.min(now + SESSION_POLICY.idleMs, Date.parse(session.absolute_expires_at)));
+      await touchSession(db, id, new Date(now).toISOString(), expiresAt.toISOString());
+      lastSeenAt = now;
       renewed = true;
     }
-    return { sessionId: id, adminUserId: session.admin_user_id, username: session.username, expiresAt, renewed };
+    const found = { sessionId: id, adminUserId: session.admin_user_id, username: session.username, expiresAt };
+    if (this.#recent.size >= RECENT_SESSIONS_MAX) this.#recent.delete(this.#recent.keys().next().value!);
+    this.#recent.set(id, { session: found, lastSeenAt, checkedAt: now });
+    return { ...found, renewed };
   }
 
   /** Ends the session behind a token; unknown tokens are fine (logout is idempotent). */
   async logout(token: string): Promise<void> {
-    await deleteSession(this.#database.db, hashToken(token));
+    const id = hashToken(token);
+    this.#recent.delete(id);
+    await deleteSession(this.#database.db, id);
   }
 
   /** Sets a new password from the server's shell and ends every session of that admin. */
@@ -181,6 +219,7 @@ export class AuthService {
       await updateAdminPassword(trx, admin.id, passwordHash, this.#clock().toISOString());
       await deleteSessionsOfAdmin(trx, admin.id);
     });
+    for (const [id, recent] of this.#recent) if (recent.session.adminUserId === admin.id) this.#recent.delete(id);
     this.#logger.info({ username }, 'password reset from the command line');
   }
 

@@ -129,6 +129,14 @@ describe('sign in and out', () => {
     expect((await ctx.app.inject({ url: '/api/logged_in', headers: { cookie } })).statusCode).toBe(401);
   });
 
+  it('notices a session ended elsewhere (another process, the admin CLI) within a few seconds', async () => {
+    const cookie = cookieFrom(await login(ADMIN));
+    expect((await ctx.app.inject({ url: '/api/logged_in', headers: { cookie } })).statusCode).toBe(200);
+    await ctx.deps.database.db.deleteFrom('admin_sessions').execute();
+    time.advance(SESSION_POLICY.recheckEveryMs);
+    expect((await ctx.app.inject({ url: '/api/logged_in', headers: { cookie } })).statusCode).toBe(401);
+  });
+
   it('throttles repeated failures per username and IP without locking the admin out elsewhere', async () => {
     const attacker = { 'x-forwarded-for': '203.0.113.9' };
     for (let i = 0; i < THROTTLE_POLICY.maxFailuresPerUserAndIp; i++) {

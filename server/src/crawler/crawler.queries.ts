@@ -1,5 +1,5 @@
 import type { Insertable } from 'kysely';
-import { containsText, isPresent, type DateRange } from '../admin/list-query.ts';
+import { containsText, isPresent, paged, type DateRange } from '../admin/list-query.ts';
 import type { Db } from '../db/database.ts';
 import type { CrawlerEventTable, CrawlerRunTable } from '../db/schema/crawler.ts';
 
@@ -61,11 +61,7 @@ export const listRuns = (db: Db, filters: RunFilters) =>
     .$if(filters.url !== undefined, (qb) => qb.where(containsText('url', filters.url!)))
     .$if(filters.hash !== undefined, (qb) => qb.where(containsText('hash', filters.hash!)))
     .$if(filters.has_error !== undefined, (qb) => qb.where(isPresent('error', filters.has_error!)))
-    .$if(filters.range.from !== undefined, (qb) => qb.where('created_at', '>=', filters.range.from!))
-    .$if(filters.range.before !== undefined, (qb) => qb.where('created_at', '<', filters.range.before!))
-    .orderBy('id', filters.order)
-    .limit(filters.limit)
-    .offset(filters.offset)
+    .$call(paged(filters, 'created_at'))
     .execute();
 
 export interface EventFilters {
@@ -105,10 +101,5 @@ export const listEvents = (db: Db, filters: EventFilters) =>
     .$if(filters.title !== undefined, (qb) => qb.where(containsText('what', filters.title!)))
     .$if(filters.location !== undefined, (qb) => qb.where(containsText('where', filters.location!)))
     .$if(filters.speakers !== undefined, (qb) => qb.where(containsText('speakers', filters.speakers!)))
-    .$if(filters.range.from !== undefined, (qb) => qb.where('start_at', '>=', filters.range.from!))
-    .$if(filters.range.before !== undefined, (qb) => qb.where('start_at', '<', filters.range.before!))
-    .orderBy('start_at', filters.order)
-    .orderBy('id', filters.order)
-    .limit(filters.limit)
-    .offset(filters.offset)
+    .$call(paged(filters, 'start_at'))
     .execute();

@@ -1,0 +1,118 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { buildApp } from '@concierge/server/src/app.ts';
+import { loadEnv } from '@concierge/server/src/config/env.ts';
+import { createDeps, type Deps } from '@concierge/server/src/deps.ts';
+
+/** The product on a fresh database of one engine, driven through `inject()`. */
+export interface OpenProduct {
+  deps: Deps;
+  app: FastifyInstance;
+  /** Where the database is, for a second, hand-written client. */
+  location: { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string; schema: string };
+  cleanup(): Promise<void>;
+}
+
+export interface Engine {
+  name: 'SQLite' | 'PostgreSQL';
+  open(): Promise<OpenProduct>;
+}
+
+const ENV = { LOG_LEVEL: 'silent', CONVENTION_TIMEZONE: 'UTC' };
+
+export function sqliteEngine(): Engine {
+  return {
+    name: 'SQLite',
+    async open() {
+      const dir = mkdtempSync(path.join(tmpdir(), 'concierge-bench-'));
+      const file = path.join(dir, 'bench.db');
+      const deps = await createDeps(loadEnv({ ...ENV, DATABASE_URL: `sqlite:${file}` }));
+      const app = await buildApp(deps);
+      return {
+        deps,
+        app,
+        location: { kind: 'sqlite', file },
+        async cleanup() {
+          await app.close();
+          await deps.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  };
+}
+
+/** PostgreSQL at `url` in a schema of its own, dropped afterwards. */
+export function postgresEngine(url: string): Engine {
+  return {
+    name: 'PostgreSQL',
+    async open() {
+      const schema = `bench_${randomBytes(4).toString('hex')}`;
+      const deps = await createDeps(loadEnv({ ...ENV, DATABASE_URL: url }), { databaseSchema: schema });
+      const app = await buildApp(deps);
+      return {
+        deps,
+        app,
+        location: { kind: 'postgres', url, schema },
+        async cleanup() {
+          await app.close();
+          await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(deps.database.db);
+          await deps.close();
+        },
+      };
+    },
+  };
+}
+
+/** A PostgreSQL URL to bench against: BENCH_DATABASE_URL, TEST_DATABASE_URL, or a local server. */
+export async function findPostgres(): Promise<string | null> {
+  const candidates = [process.env.BENCH_DATABASE_URL, process.env.TEST_DATABASE_URL, 'postgres://postgres@127.0.0.1:5432/postgres'].filter(Boolean) as string[];
+  for (const url of candidates) {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+    try {
+      await client.connect();
+      await client.end();
+      return url;
+    } catch {
+      await client.end().catch(() => {});
+    }
+  }
+  return null;
+}
+
+/** Every engine reachable here: SQLite always, PostgreSQL when a server answers (else a line saying so). */
+export async function availableEngines(what: string): Promise<Engine[]> {
+  const postgres = await findPostgres();
+  if (!postgres) console.log(`PostgreSQL not reachable (BENCH_DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432): ${what} measured on SQLite only`);
+  return postgres ? [sqliteEngine(), postgresEngine(postgres)] : [sqliteEngine()];
+}
+
+/** Median wall time of `run` in milliseconds, after warm-up calls (so the JIT has compiled the path being measured). */
+export async function median(run: () => Promise<void>, iterations: number, warmUp = Math.max(5, iterations)): Promise<number> {
+  for (let i = 0; i < warmUp; i++) await run();
+  const times: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const start = process.hrtime.bigint();
+    await run();
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
+}
+
+const ADMIN = { username: 'bench', password: 'bench-password-123' };
+
+/** Completes set-up and signs in; returns the cookie header. */
+export async function signIn(app: FastifyInstance): Promise<string> {
+  await app.inject({ method: 'POST', url: '/setup', payload: { ...ADMIN, confirm_password: ADMIN.password } });
+  const login = await app.inject({ method: 'POST', url: '/login', payload: ADMIN });
+  if (login.statusCode !== 200) throw new Error(`sign-in failed: ${login.statusCode} ${login.body}`);
+  return login.cookies.map((cookie) => `${cookie.name}=${cookie.value}`).join('; ');
+}
+
+export const count = (n: number) => n.toLocaleString('en-US');
