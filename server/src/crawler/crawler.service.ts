@@ -249,7 +249,9 @@ export class CrawlerService {
   }
 }
 
-const serverTimeZone = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
+/** The server's own zone: fixed for the life of the process, and costly to ask Intl for on every request. */
+const SERVER_TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+const serverTimeZone = () => SERVER_TIME_ZONE;
 
 function eventToRow(event: ScheduleEvent, runId: number, timeZone: string, now: string) {
   const day = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(event.start);

@@ -63,4 +63,16 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
     expect(await pragma('foreign_keys')).toBe(1);
     expect(await pragma('busy_timeout')).toBe(5000);
   });
+
+  it.runIf(testDatabaseKind() === 'postgres')('migrates its own schema while another schema of the database holds the same tables', async () => {
+    // ctx's schema is fully migrated; a second copy in a new schema must still create its own bookkeeping tables.
+    const second = await createTestContext();
+    try {
+      const { rows } = await sql<{ count: number }>`select count(*)::int as count from kysely_migration`.execute(second.deps.database.db);
+      expect(rows[0]!.count).toBeGreaterThan(0);
+      expect(second.database.schema).not.toBe(ctx.database.schema);
+    } finally {
+      await second.close();
+    }
+  });
 });
