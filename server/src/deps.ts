@@ -20,6 +20,7 @@ import { rememberedSetting } from './db/app-settings.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events.ts';
+import { Housekeeping } from './housekeeping/housekeeping.ts';
 import type { HealthSources } from './health/health.routes.ts';
 import { Loggers } from './logging.ts';
 
@@ -40,6 +41,8 @@ export interface Deps {
   requestShutdown: () => void;
   /** Runs the crawler on its cron schedule; started by startServer, not by tests. */
   crawlerScheduler: CrawlerScheduler;
+  /** Hourly clean-up of expired rows; started by startServer, not by tests. */
+  housekeeping: Housekeeping;
   lastRefresh: LastRefreshSource;
   /** The convention's IANA time zone: CONVENTION_TIMEZONE, else the schedule's own, else the server's. */
   timeZone(): string;
@@ -119,6 +122,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     });
     await crawler.load();
     const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
+    const housekeeping = new Housekeeping({ auth, chat, logger: loggers.get('app') });
     const warnings =
       usesOpenAI(env) && !turnstileConfigured(env)
         ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
@@ -145,6 +149,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       chat,
       crawler,
       crawlerScheduler,
+      housekeeping,
       status,
       requestShutdown: () => loggers.get('app').warn('shutdown requested, but this process has no shutdown handler'),
       lastRefresh: crawler,
@@ -154,6 +159,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       version: APP_VERSION,
       async close() {
         await crawlerScheduler.stop();
+        await housekeeping.stop();
         await database.close();
       },
     };

@@ -26,6 +26,7 @@ export async function startServer(
     app = await buildApp(deps);
     await app.listen({ port: env.PORT, host: env.HOST });
     if (options.runCrawler ?? true) deps.crawlerScheduler.start();
+    deps.housekeeping.start();
   } catch (error) {
     await deps.close();
     throw error;

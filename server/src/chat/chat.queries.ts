@@ -196,6 +196,13 @@ export async function spendToken(db: Db, tokenHash: string, now: string): Promis
   return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
 }
 
+/** Forgets spent verification tokens and rate-limit windows from before the given times (housekeeping). */
+export async function deleteOldChatRecords(db: Db, cutoffs: { spentTokensBefore: string; rateLimitWindowsBefore: string }) {
+  const tokens = await db.deleteFrom('spent_verification_tokens').where('created_at', '<', cutoffs.spentTokensBefore).executeTakeFirst();
+  const windows = await db.deleteFrom('public_chat_rate_limits').where('window_end', '<', cutoffs.rateLimitWindowsBefore).executeTakeFirst();
+  return { spentTokens: Number(tokens.numDeletedRows), rateLimitWindows: Number(windows.numDeletedRows) };
+}
+
 /**
  * Adds to the running totals the Status screen reads (public_chat_counters).
  * Call it in the transaction that writes the rows it counts.

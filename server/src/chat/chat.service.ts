@@ -46,6 +46,10 @@ export const IP_LIMIT_FACTOR = 10;
 /** Verification attempts per address per minute: generous, since a venue's visitors share one address. */
 export const VERIFY_ATTEMPTS_PER_MINUTE = 120;
 const REPLAY_WAIT_POLL_MS = 500;
+/** Turnstile tokens are good for 300 s; a spent one is remembered well past that. */
+const SPENT_TOKEN_RETENTION_MS = 60 * 60_000;
+/** Rate-limit windows stay on the console's Rate Limits screen this long. */
+export const RATE_LIMIT_RETENTION_MS = 30 * 24 * 60 * 60_000;
 const HISTORY_LIMIT = 100;
 
 export const CHAT_ERRORS = {
@@ -82,6 +86,19 @@ export class ChatService {
   }
 
   #now = () => this.#options.clock();
+
+  /**
+   * Forgets spent verification tokens and old rate-limit windows. The Status
+   * figures do not move: they come from counters (and the set of limited
+   * sessions), not from these rows.
+   */
+  async cleanup(): Promise<{ spentTokens: number; rateLimitWindows: number }> {
+    const now = this.#now().getTime();
+    return queries.deleteOldChatRecords(this.#db, {
+      spentTokensBefore: new Date(now - SPENT_TOKEN_RETENTION_MS).toISOString(),
+      rateLimitWindowsBefore: new Date(now - RATE_LIMIT_RETENTION_MS).toISOString(),
+    });
+  }
 
   /** Human verification is on: enabled in the configuration and both Turnstile keys are set. */
   verificationRequired(): boolean {
