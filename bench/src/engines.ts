@@ -105,6 +105,29 @@ export async function median(run: () => Promise<void>, iterations: number, warmU
   return times[Math.floor(times.length / 2)]!;
 }
 
+/**
+ * Median wall time (ms) of each of several calls, measured in rounds that
+ * take one sample of each in turn, so a slow spell of the machine weighs on
+ * all of them alike instead of on whichever was being measured then.
+ */
+export async function interleavedMedians<K extends string>(runs: Record<K, () => Promise<void>>, rounds: number, warmUpRounds = rounds): Promise<Record<K, number>> {
+  const names = Object.keys(runs) as K[];
+  const samples = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<K, number[]>;
+  for (let round = 0; round < warmUpRounds + rounds; round++) {
+    for (const name of names) {
+      const start = process.hrtime.bigint();
+      await runs[name]();
+      if (round >= warmUpRounds) samples[name].push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+  }
+  return Object.fromEntries(
+    names.map((name) => {
+      const sorted = samples[name].sort((a, b) => a - b);
+      return [name, sorted[Math.floor(sorted.length / 2)]!];
+    }),
+  ) as Record<K, number>;
+}
+
 const ADMIN = { username: 'bench', password: 'bench-password-123' };
 
 /** Completes set-up and signs in; returns the cookie header. */

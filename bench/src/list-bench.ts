@@ -3,14 +3,15 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { sql, type RawBuilder } from 'kysely';
 import pg from 'pg';
 import type { Database } from '@concierge/server/src/db/database.ts';
-import { count, median, signIn, type Engine, type OpenProduct } from './engines.ts';
+import { count, interleavedMedians, signIn, type Engine, type OpenProduct } from './engines.ts';
 import type { BenchResult } from './report.ts';
 
 const SMALL = 20_000;
 const LARGE = 1_000_000;
 const DEEP_OFFSET = 10_000;
 const PAGE = 25;
-const ITERATIONS = 60;
+/** Interleaved rounds timed (after as many warm-up rounds). */
+const ROUNDS = 100;
 /** One row every two seconds, ending now: a million rows span about 23 days. */
 const ROW_SECONDS = 2;
 
@@ -181,11 +182,11 @@ async function grow(database: Database, listCase: ListCase, startSeconds: number
 }
 
 /**
- * A bare Fastify route on its own connection to the same database: the
+ * A bare Fastify server on its own connection to the same database: the
  * hand-written query, its rows serialised as JSON. The floor the product's
  * route (session check, validation, schema, Kysely) is measured against.
  */
-async function bareRoute(product: OpenProduct, listCase: ListCase, window: { from: string; before: string }) {
+async function bareServer(product: OpenProduct, listCase: ListCase, window: { from: string; before: string }) {
   const { location } = product;
   let run: (text: string, params: Param[]) => Promise<Record<string, unknown>[]>;
   let close: () => Promise<void>;
@@ -210,97 +211,108 @@ async function bareRoute(product: OpenProduct, listCase: ListCase, window: { fro
     if (listCase.bareFollowUp) rows = await listCase.bareFollowUp(run, rows);
     return { [listCase.rowsKey]: rows, returned_count: rows.length };
   });
-  await app.ready();
-  return { app, close: async () => (await app.close(), await close()) };
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  return { url, close: async () => (await app.close(), await close()) };
 }
 
-interface Pages {
-  first: number;
-  deep: number;
+/** A GET over HTTP (keep-alive, as the console's requests are), checked for a full page before timing starts. */
+async function pageRequest(url: string, headers: Record<string, string> = {}): Promise<() => Promise<void>> {
+  const get = async () => {
+    const response = await fetch(url, { headers });
+    return { status: response.status, body: await response.text() };
+  };
+  const first = await get();
+  if (first.status !== 200) throw new Error(`${url} answered ${first.status}: ${first.body}`);
+  if (JSON.parse(first.body).returned_count !== PAGE) throw new Error(`${url} returned fewer than ${PAGE} rows`);
+  return async () => {
+    await get();
+  };
+}
+
+/** The product on a fresh database with the table under test grown to `rows` rows, listening on a free port. */
+async function productWith(engine: Engine, listCase: ListCase, startSeconds: number, rows: number) {
+  const product = await engine.open();
+  try {
+    await listCase.prepare?.(product.deps.database);
+    const seedStart = Date.now();
+    await grow(product.deps.database, listCase, startSeconds, 0, rows);
+    const seedSeconds = (Date.now() - seedStart) / 1000;
+    const cookie = await signIn(product.app);
+    const url = await product.app.listen({ host: '127.0.0.1', port: 0 });
+    return { product, url, cookie, seedSeconds };
+  } catch (error) {
+    await product.cleanup();
+    throw error;
+  }
 }
 
 /**
  * The product's filtered list pages (first, and at offset 10,000) with
- * 20,000 and then 1,000,000 rows in the table under test, and a bare route
- * running the equivalent hand-written SQL on the same 1,000,000 rows.
+ * 20,000 and with 1,000,000 rows in the table under test (two databases),
+ * and a bare route running the equivalent hand-written SQL on the same
+ * 1,000,000 rows: all six timed in interleaved rounds, over HTTP.
  */
 async function benchList(engine: Engine, listCase: ListCase): Promise<BenchResult[]> {
-  const product = await engine.open();
+  const startSeconds = Math.floor(Date.now() / 1000) - LARGE * ROW_SECONDS;
+  // The days the rows span, as the screen's date filters give them (the bench's convention zone is UTC).
+  const days = { from: new Date(startSeconds * 1000).toISOString().slice(0, 10), to: new Date().toISOString().slice(0, 10) };
+  const window = { from: `${days.from}T00:00:00.000Z`, before: new Date(Date.parse(`${days.to}T00:00:00Z`) + 86_400_000).toISOString() };
+  const path = `${listCase.route}?${listCase.query(days)}`;
+
+  const small = await productWith(engine, listCase, Math.floor(Date.now() / 1000) - SMALL * ROW_SECONDS, SMALL);
   try {
-    const { deps, app } = product;
-    const cookie = await signIn(app);
-    const startSeconds = Math.floor(Date.now() / 1000) - LARGE * ROW_SECONDS;
-    // The days the rows span, as the screen's date filters give them (the bench's convention zone is UTC).
-    const days = { from: new Date(startSeconds * 1000).toISOString().slice(0, 10), to: new Date().toISOString().slice(0, 10) };
-    const filterQuery = listCase.query(days);
-    const instantWindow = { from: `${days.from}T00:00:00.000Z`, before: new Date(Date.parse(`${days.to}T00:00:00Z`) + 86_400_000).toISOString() };
-
-    const page = (inject: (url: string, headers: Record<string, string>) => Promise<{ statusCode: number; body: string }>, url: string, headers: Record<string, string>) =>
-      async () => {
-        const reply = await inject(url, headers);
-        if (reply.statusCode !== 200) throw new Error(`${url} answered ${reply.statusCode}: ${reply.body}`);
-        if (JSON.parse(reply.body).returned_count !== PAGE) throw new Error(`${url} returned fewer than ${PAGE} rows`);
-      };
-    const productPages = async (): Promise<Pages> => {
-      const inject = (url: string, headers: Record<string, string>) => app.inject({ method: 'GET', url, headers });
-      return {
-        first: await median(page(inject, `${listCase.route}?${filterQuery}`, { cookie }), ITERATIONS),
-        deep: await median(page(inject, `${listCase.route}?${filterQuery}&offset=${DEEP_OFFSET}`, { cookie }), ITERATIONS),
-      };
-    };
-
-    await listCase.prepare?.(deps.database);
-    await grow(deps.database, listCase, startSeconds, 0, SMALL);
-    const small = await productPages();
-    const seedStart = Date.now();
-    await grow(deps.database, listCase, startSeconds, SMALL, LARGE);
-    const seedSeconds = (Date.now() - seedStart) / 1000;
-    const large = await productPages();
-
-    const bare = await bareRoute(product, listCase, instantWindow);
-    let floor: Pages;
+    const large = await productWith(engine, listCase, startSeconds, LARGE);
     try {
-      const inject = (url: string) => bare.app.inject({ method: 'GET', url });
-      floor = {
-        first: await median(page(inject, '/bare', {}), ITERATIONS),
-        deep: await median(page(inject, `/bare?offset=${DEEP_OFFSET}`, {}), ITERATIONS),
-      };
+      const bare = await bareServer(large.product, listCase, window);
+      try {
+        const times = await interleavedMedians(
+          {
+            smallFirst: await pageRequest(`${small.url}${path}`, { cookie: small.cookie }),
+            largeFirst: await pageRequest(`${large.url}${path}`, { cookie: large.cookie }),
+            bareFirst: await pageRequest(`${bare.url}/bare`),
+            smallDeep: await pageRequest(`${small.url}${path}&offset=${DEEP_OFFSET}`, { cookie: small.cookie }),
+            largeDeep: await pageRequest(`${large.url}${path}&offset=${DEEP_OFFSET}`, { cookie: large.cookie }),
+            bareDeep: await pageRequest(`${bare.url}/bare?offset=${DEEP_OFFSET}`),
+          },
+          ROUNDS,
+        );
+        return (['First', 'Deep'] as const).flatMap((which) => {
+          const pageName = which === 'First' ? 'first page' : `page at offset ${count(DEEP_OFFSET)}`;
+          const name = `${listCase.route} ${pageName}, ${listCase.filter}, on ${engine.name}`;
+          const measure = `median of ${ROUNDS} requests with ${count(LARGE)} rows in ${listCase.table}`;
+          const value = times[`large${which}`];
+          return [
+            {
+              name: `${name}: growth`,
+              measure,
+              value,
+              baseline: times[`small${which}`],
+              baselineMeasure: `same page with ${count(SMALL)} rows`,
+              unit: 'ms',
+              ratio: value / times[`small${which}`],
+              maxRatio: 1.5,
+              notes: which === 'First' ? [`seeding ${count(LARGE)} rows took ${large.seedSeconds.toFixed(1)} s`] : [],
+            },
+            {
+              name: `${name}: against hand-written SQL`,
+              measure,
+              value,
+              baseline: times[`bare${which}`],
+              baselineMeasure: 'bare Fastify route, hand-written indexed SQL, same rows',
+              unit: 'ms',
+              ratio: value / times[`bare${which}`],
+              maxRatio: 2,
+            },
+          ];
+        });
+      } finally {
+        await bare.close();
+      }
     } finally {
-      await bare.close();
+      await large.product.cleanup();
     }
-
-    const results: BenchResult[] = [];
-    for (const which of ['first', 'deep'] as const) {
-      const pageName = which === 'first' ? 'first page' : `page at offset ${count(DEEP_OFFSET)}`;
-      const name = `${listCase.route} ${pageName}, ${listCase.filter}, on ${engine.name}`;
-      const measure = `median of ${ITERATIONS} requests with ${count(LARGE)} rows in ${listCase.table}`;
-      results.push(
-        {
-          name: `${name}: growth`,
-          measure,
-          value: large[which],
-          baseline: small[which],
-          baselineMeasure: `same page with ${count(SMALL)} rows`,
-          unit: 'ms',
-          ratio: large[which] / small[which],
-          maxRatio: 1.5,
-          notes: which === 'first' ? [`growing the table to ${count(LARGE)} rows took ${seedSeconds.toFixed(1)} s`] : [],
-        },
-        {
-          name: `${name}: against hand-written SQL`,
-          measure,
-          value: large[which],
-          baseline: floor[which],
-          baselineMeasure: `bare Fastify route, hand-written indexed SQL, same rows`,
-          unit: 'ms',
-          ratio: large[which] / floor[which],
-          maxRatio: 2,
-        },
-      );
-    }
-    return results;
   } finally {
-    await product.cleanup();
+    await small.product.cleanup();
   }
 }
 
