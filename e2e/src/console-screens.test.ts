@@ -104,6 +104,7 @@ describe('Status, Control Panel and Bot Config', () => {
 
     await perMinute.fill('12');
     await page.getByLabel('Custom status').fill('/ask me where the panels are!');
+    await page.getByRole('status').filter({ hasText: '2 unsaved changes' }).waitFor();
     await save.click();
     const dialog = page.getByRole('dialog', { name: 'Confirm Changes' });
     await dialog.waitFor();

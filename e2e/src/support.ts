@@ -53,7 +53,8 @@ export async function newPage(browser: Browser, viewport: keyof typeof VIEWPORTS
 /** Saves a PNG under e2e/screenshots (not in git) for a person to look at. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: false });
+  // Transitions finished: a dialog caught fading in would look broken.
+  await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: false, animations: 'disabled' });
 }
 
 /** Completes first-time setup and signs in through the API (for tests about other screens). */

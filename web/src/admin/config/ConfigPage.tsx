@@ -11,6 +11,7 @@ import {
   FormControlLabel,
   FormHelperText,
   MenuItem,
+  Paper,
   Switch,
   Table,
   TableBody,
@@ -129,17 +130,20 @@ export default function ConfigPage() {
         ))}
       </Box>
 
-      <Box sx={{ position: 'fixed', bottom: 0, left: 0, right: 0, p: 2, display: 'flex', justifyContent: 'center', pointerEvents: 'none', zIndex: 10 }}>
-        <Button
-          variant="contained"
-          size="large"
-          disabled={changed.length === 0}
-          onClick={() => setConfirming(true)}
-          sx={{ pointerEvents: 'auto', boxShadow: 4 }}
-        >
-          Save Changes{changed.length ? ` (${changed.length})` : ''}
-        </Button>
-      </Box>
+      <Paper
+        square
+        elevation={8}
+        sx={{ position: 'fixed', bottom: 0, left: 0, right: 0, zIndex: 10, borderTop: 1, borderColor: 'divider' }}
+      >
+        <Box sx={{ maxWidth: 1000, mx: 'auto', px: 2, py: 1.5, display: 'flex', alignItems: 'center', justifyContent: 'flex-end', gap: 2 }}>
+          <Typography variant="body2" color="text.secondary" role="status">
+            {changed.length === 0 ? 'No unsaved changes' : `${changed.length} unsaved change${changed.length === 1 ? '' : 's'}`}
+          </Typography>
+          <Button variant="contained" size="large" disabled={changed.length === 0} onClick={() => setConfirming(true)}>
+            Save Changes
+          </Button>
+        </Box>
+      </Paper>
 
       <Dialog open={confirming} onClose={() => setConfirming(false)} fullWidth maxWidth="md" aria-labelledby="confirm-changes-title">
         <DialogTitle id="confirm-changes-title">Confirm Changes</DialogTitle>
