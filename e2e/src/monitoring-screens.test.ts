@@ -126,4 +126,107 @@ describe('public chat monitoring screens', () => {
     await screenshot(page, 'log-details-phone');
     await context.close();
   });
+
+  it('pages, filters and details on Sessions, Rate Limits and a call log, at desktop and phone width', async () => {
+    // Enough rows for a second page: 30 past sessions (3 with an error), 30 rate-limit windows, 30 call logs.
+    const db = product.server.deps.database.db;
+    const at = (minutesAgo: number) => new Date(Date.now() - minutesAgo * 60_000).toISOString();
+    for (let i = 1; i <= 30; i++) {
+      await db
+        .insertInto('public_chat_sessions')
+        .values({
+          session_id: `past-visitor-${String(i).padStart(2, '0')}`,
+          client_ip: `203.0.113.${i}`,
+          thread_id: `conv_past_${i}`,
+          message_count: 2,
+          total_tokens: 120,
+          first_seen_at: at(600 + i),
+          last_seen_at: at(590 + i),
+          expires_at: at(560 + i),
+          error: i % 10 === 0 ? 'OpenAI 500 error: The server had an error' : null,
+          created_at: at(600 + i),
+          updated_at: at(590 + i),
+        })
+        .execute();
+      await db
+        .insertInto('public_chat_rate_limits')
+        .values({
+          identifier: `ip:203.0.113.${i}`,
+          client_ip: `203.0.113.${i}`,
+          window_start: at(600 + i),
+          window_end: at(599 + i),
+          request_count: i % 10 === 0 ? 151 : 12,
+          max_requests: 150,
+          limited: i % 10 === 0,
+          limited_at: i % 10 === 0 ? at(599 + i) : null,
+          created_at: at(600 + i),
+          updated_at: at(600 + i),
+        })
+        .execute();
+      await db
+        .insertInto('openai_retrieve_run_logs')
+        .values({
+          session_id: `past-visitor-${String(i).padStart(2, '0')}`,
+          client_ip: `203.0.113.${i}`,
+          operation: 'responses.retrieve',
+          request_started: at(600 + i),
+          request_ended: new Date(Date.parse(at(600 + i)) + 180).toISOString(),
+          response_body: JSON.stringify({ id: `resp_${i}`, status: 'completed' }),
+          response_headers: JSON.stringify({ 'x-request-id': `req_${i}` }),
+          error: null,
+          created_at: at(600 + i),
+          updated_at: at(600 + i),
+        })
+        .execute();
+    }
+
+    for (const viewport of ['desktop', 'phone'] as const) {
+      const { context, page } = await newPage(browser, viewport);
+      await signInAs(page, product.url);
+      const openFilters = async () => {
+        if (viewport === 'phone') await page.getByRole('button', { name: /^Filters/ }).click();
+      };
+
+      await page.goto(`${product.url}/ui/admin/public_chat_sessions`);
+      await expect.poll(() => rows(page).count()).toBe(25);
+      await screenshot(page, `sessions-${viewport}`);
+      await page.getByRole('button', { name: 'Load More' }).click();
+      await expect.poll(() => rows(page).count()).toBe(31);
+      await openFilters();
+      await page.getByLabel('Has Error').click();
+      await page.getByRole('option', { name: 'Yes' }).click();
+      await page.getByRole('button', { name: 'Apply Filters' }).click();
+      await expect.poll(() => rows(page).count()).toBe(3);
+      expect(await rows(page).getByText('Error', { exact: true }).count()).toBe(3);
+      await rows(page).first().getByRole('button', { name: 'View Details' }).click();
+      const session = page.getByRole('dialog', { name: 'Public Chat Session Details' });
+      await session.getByText('past-visitor-10').waitFor();
+      await screenshot(page, `session-details-${viewport}`);
+      await session.getByRole('button', { name: 'Close' }).click();
+
+      await page.goto(`${product.url}/ui/admin/public_chat_rate_limits`);
+      await expect.poll(() => rows(page).count()).toBe(25);
+      await page.getByRole('button', { name: 'Load More' }).click();
+      await expect.poll(() => rows(page).count()).toBeGreaterThan(25);
+      await openFilters();
+      await page.getByLabel('Limited').click();
+      await page.getByRole('option', { name: 'Yes' }).click();
+      await page.getByRole('button', { name: 'Apply Filters' }).click();
+      await page.waitForURL(/limited=true/);
+      await expect.poll(() => rows(page).count()).toBe(4); // three busy addresses and the visitor who went over
+      await screenshot(page, `rate-limits-${viewport}`);
+
+      await page.goto(`${product.url}/ui/admin/public_chat_openai_retrieve_run?client_ip=203.0.113.`);
+      await expect.poll(() => rows(page).count()).toBe(25);
+      await screenshot(page, `logs-${viewport}`);
+      await page.getByRole('button', { name: 'Load More' }).click();
+      await expect.poll(() => rows(page).count()).toBe(30);
+      expect(await page.getByRole('button', { name: 'Load More' }).count()).toBe(0);
+      await rows(page).first().getByRole('button', { name: 'View Details' }).click();
+      const log = page.getByRole('dialog', { name: 'OpenAI Log Details' });
+      await log.getByText(/"x-request-id": "req_\d+"/).waitFor();
+      expect(await log.getByText('180 ms').count()).toBeGreaterThan(0);
+      await context.close();
+    }
+  });
 });

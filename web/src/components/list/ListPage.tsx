@@ -13,6 +13,7 @@ import {
   TextField,
   Typography,
 } from '@mui/material';
+import type { SxProps, Theme } from '@mui/material';
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useState, type FormEvent, type ReactNode } from 'react';
 import { useSearchParams } from 'react-router';
@@ -81,6 +82,37 @@ function filtersFromUrl(params: URLSearchParams, names: string[]): Record<string
 
 /** datetime-local gives "2026-03-14T15:00"; the server reads a value without a zone in the convention's zone. */
 const toQueryValue = (filter: FilterDef | undefined, value: string) => (filter?.type === 'datetime' ? value : value.trim());
+
+/**
+ * On phones each row becomes a card of "label  value" lines instead of a
+ * table wider than the screen: every column stays readable without
+ * scrolling sideways.
+ */
+const STACK_ON_PHONES: SxProps<Theme> = (theme) => ({
+  [theme.breakpoints.down('sm')]: {
+    '& thead': { display: 'none' },
+    '& tbody tr': { display: 'block', py: 1, borderBottom: 1, borderColor: 'divider' },
+    '& tbody tr:last-of-type': { borderBottom: 0 },
+    '& tbody td': {
+      display: 'flex',
+      justifyContent: 'space-between',
+      alignItems: 'center',
+      gap: 2,
+      border: 0,
+      py: 0.5,
+      minWidth: 0,
+      whiteSpace: 'normal',
+      textAlign: 'right',
+      overflowWrap: 'anywhere',
+    },
+    '& tbody td[data-label]::before': {
+      content: 'attr(data-label)',
+      fontWeight: 700,
+      textAlign: 'left',
+      whiteSpace: 'nowrap',
+    },
+  },
+});
 
 /**
  * The one list screen every monitoring list uses (SPEC §2 "Shared list
@@ -187,7 +219,7 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
       ) : (
         <Card>
           <TableContainer sx={{ overflowX: 'auto' }}>
-            <Table size="small" aria-label={typeof props.title === 'string' ? props.title : 'List'}>
+            <Table size="small" aria-label={typeof props.title === 'string' ? props.title : 'List'} sx={STACK_ON_PHONES}>
               <TableHead>
                 <TableRow>
                   {columns.map((column) => (
@@ -202,11 +234,17 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
                 {rows.map((row) => (
                   <TableRow key={row.id} hover>
                     {columns.map((column) => (
-                      <TableCell key={column.label} sx={{ whiteSpace: column.narrow ? 'nowrap' : 'normal', minWidth: column.narrow ? undefined : column.wide ? 220 : 110 }}>
+                      <TableCell
+                        key={column.label}
+                        data-label={column.label}
+                        sx={{ whiteSpace: column.narrow ? 'nowrap' : 'normal', minWidth: column.narrow ? undefined : column.wide ? 220 : 110 }}
+                      >
                         {column.render(row)}
                       </TableCell>
                     ))}
-                    <TableCell sx={{ whiteSpace: 'nowrap' }}>{actions(row)}</TableCell>
+                    <TableCell data-label="" sx={{ whiteSpace: 'nowrap' }}>
+                      {actions(row)}
+                    </TableCell>
                   </TableRow>
                 ))}
                 {rows.length === 0 && !query.isError && (
