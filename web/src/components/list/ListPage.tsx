@@ -237,7 +237,7 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
                       <TableCell
                         key={column.label}
                         data-label={column.label}
-                        sx={{ whiteSpace: column.narrow ? 'nowrap' : 'normal', minWidth: column.narrow ? undefined : column.wide ? 220 : 110 }}
+                        sx={{ whiteSpace: column.narrow ? 'nowrap' : 'normal', minWidth: column.narrow ? undefined : column.wide ? 180 : 110 }}
                       >
                         {column.render(row)}
                       </TableCell>
