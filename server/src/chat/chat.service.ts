@@ -49,7 +49,7 @@ const REPLAY_WAIT_POLL_MS = 500;
 /** Turnstile tokens are good for 300 s; a spent one is remembered well past that. */
 const SPENT_TOKEN_RETENTION_MS = 60 * 60_000;
 /** Rate-limit windows stay on the console's Rate Limits screen this long. */
-export const RATE_LIMIT_RETENTION_MS = 30 * 24 * 60 * 60_000;
+const RATE_LIMIT_RETENTION_MS = 30 * 24 * 60 * 60_000;
 const HISTORY_LIMIT = 100;
 
 export const CHAT_ERRORS = {

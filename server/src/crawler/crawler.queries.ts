@@ -1,5 +1,5 @@
 import type { Insertable } from 'kysely';
-import { containsText, isPresent, paged, type DateRange } from '../admin/list-query.ts';
+import { containsText, isPresent, paged, type ListPage } from '../admin/list-query.ts';
 import type { Db } from '../db/database.ts';
 import type { CrawlerEventTable, CrawlerRunTable } from '../db/schema/crawler.ts';
 
@@ -28,14 +28,10 @@ export async function insertEvents(db: Db, events: Omit<Insertable<CrawlerEventT
   }
 }
 
-export interface RunFilters {
+export interface RunFilters extends ListPage {
   url?: string;
   hash?: string;
   has_error?: boolean;
-  range: DateRange;
-  order: 'asc' | 'desc';
-  limit: number;
-  offset: number;
 }
 
 export const listRuns = (db: Db, filters: RunFilters) =>
@@ -64,16 +60,12 @@ export const listRuns = (db: Db, filters: RunFilters) =>
     .$call(paged(filters, 'created_at'))
     .execute();
 
-export interface EventFilters {
+export interface EventFilters extends ListPage {
   crawler_run_id?: number;
   track?: string;
   title?: string;
   location?: string;
   speakers?: string;
-  range: DateRange;
-  order: 'asc' | 'desc';
-  limit: number;
-  offset: number;
 }
 
 export const listEvents = (db: Db, filters: EventFilters) =>
