@@ -171,7 +171,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
 
 /** The cookie-signing secret: generated on first start and kept in the database. */
 const loadOrCreateSessionSecret = (database: Database, clock: Clock) =>
-  rememberedSetting(database.db, 'session_secret', clock().toISOString(), async () => randomBytes(48).toString('base64url'));
+  rememberedSetting(database.db, 'session_secret', clock.now().toISOString(), async () => randomBytes(48).toString('base64url'));
 
 /** OpenAI when a key is set, else the offline assistant. */
 function createProvider(env: Env, database: Database, clock: Clock): AssistantProvider {

@@ -60,7 +60,7 @@ export function registerMonitoringRoutes(
     { schema: { tags, querystring: PublicChatSessionsQuerySchema, response: { 200: PublicChatSessionsReplySchema } } },
     async (request) => {
       const { query } = request;
-      const rows = await queries.listSessions(db(), deps.clock().toISOString(), { ...query, range: dateRange(query, deps.timeZone()) });
+      const rows = await queries.listSessions(db(), deps.clock.now().toISOString(), { ...query, range: dateRange(query, deps.timeZone()) });
       const sessions = rows.map((row) => ({ ...row, active: Boolean(row.active), verified: Boolean(row.verified) }));
       return { sessions, returned_count: sessions.length };
     },

@@ -55,7 +55,7 @@ export class StatusService {
 
   constructor(options: StatusOptions, events: EventBus) {
     this.#options = options;
-    this.#startedAt = Date.now();
+    this.#startedAt = options.clock.now().getTime();
     events.subscribe('answer', (answer) => {
       if (answer.run_status) this.provider.run_status[answer.run_status] = (this.provider.run_status[answer.run_status] ?? 0) + 1;
       this.provider.prompt_tokens += answer.prompt_tokens;
@@ -86,12 +86,12 @@ export class StatusService {
   }
 
   async clearThreads(): Promise<number> {
-    const result = await queries.clearThreads(this.#options.database, this.#options.clock().toISOString());
+    const result = await queries.clearThreads(this.#options.database, this.#options.clock.now().toISOString());
     return Number(result.numUpdatedRows);
   }
 
   uptimeText(): string {
-    let seconds = Math.floor((Date.now() - this.#startedAt) / 1000);
+    let seconds = Math.floor((this.#options.clock.now().getTime() - this.#startedAt) / 1000);
     const days = Math.floor(seconds / 86_400);
     seconds -= days * 86_400;
     const hours = Math.floor(seconds / 3600);
@@ -103,7 +103,7 @@ export class StatusService {
 
   async status() {
     const { clock, config, crawler, timeZone } = this.#options;
-    const now = clock();
+    const now = clock.now();
     const zone = timeZone();
     const today = zonedParts(now, zone);
     const todayStart = instantOf({ year: today.year, month: today.month, day: today.day }, zone).toISOString();

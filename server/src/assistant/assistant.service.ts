@@ -17,7 +17,7 @@ import {
   type TokenUsage,
   type VectorStoreInfo,
 } from './provider.ts';
-import { RateGate, sleep } from './rate-gate.ts';
+import { RateGate } from './rate-gate.ts';
 
 /** Who a provider call is made for; written on every log row. */
 export interface CallContext {
@@ -73,7 +73,7 @@ export class AssistantService {
     this.#logger = options.logger;
     this.#config = options.config;
     this.#events = options.events;
-    this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second);
+    this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second, options.clock);
   }
 
   /** The run settings of the current runtime configuration. */
@@ -126,7 +126,7 @@ export class AssistantService {
     // The first look is immediate (a fast run is answered at once), then the wait grows to the maximum.
     for (let polls = 0; !FINAL_RUN_STATUSES.has(run.status); polls++) {
       if (polls > 0) {
-        await sleep(delay, signal);
+        await this.#clock.sleep(delay, signal);
         delay = Math.min(maxDelay, Math.round(delay * BACKOFF_FACTOR));
       }
       signal?.throwIfAborted();
@@ -199,7 +199,7 @@ export class AssistantService {
         responseHeaders = headers instanceof Headers ? Object.fromEntries(headers.entries()) : headers;
       },
     };
-    const started = this.#clock().toISOString();
+    const started = this.#clock.now().toISOString();
     let error: unknown;
     try {
       return await fn(call);
@@ -214,7 +214,7 @@ export class AssistantService {
         user_agent: context.userAgent ?? null,
         operation: operation ?? null,
         request_started: started,
-        request_ended: this.#clock().toISOString(),
+        request_ended: this.#clock.now().toISOString(),
         request_body: serialize(requestBody),
         response_body: serialize(responseBody),
         response_headers: serialize(responseHeaders),

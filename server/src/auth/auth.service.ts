@@ -105,7 +105,7 @@ export class AuthService {
     }
     if (!(await this.setupRequired())) throw conflict('Setup has already been completed', 'setup_complete');
     const passwordHash = await hashPassword(request.password);
-    const now = this.#clock().toISOString();
+    const now = this.#clock.now().toISOString();
     const admin = await this.#database.transaction(async (trx) => {
       // The marker row's primary key makes a second, concurrent setup fail here.
       if (!(await insertSettingOnce(trx, SETUP_MARKER, now, now))) return undefined;
@@ -119,7 +119,7 @@ export class AuthService {
 
   /** Checks the credentials and opens a session; returns the cookie token. */
   async login(request: LoginRequest, client: ClientInfo): Promise<{ token: string; username: string; expiresAt: Date }> {
-    const now = this.#clock();
+    const now = this.#clock.now();
     const cutoff = new Date(now.getTime() - THROTTLE_POLICY.windowMs).toISOString();
     const ipKey = `ip:${client.ip}`;
     const userKey = `user:${request.username.toLowerCase()}|ip:${client.ip}`;
@@ -169,7 +169,7 @@ export class AuthService {
    */
   async authenticate(token: string): Promise<AdminSession | null> {
     const id = hashToken(token);
-    const now = this.#clock().getTime();
+    const now = this.#clock.now().getTime();
     const recent = this.#recent.get(id);
     if (
       recent &&
@@ -216,7 +216,7 @@ export class AuthService {
     if (!admin) throw notFound(`No admin named ${username}`, 'admin_not_found');
     const passwordHash = await hashPassword(password);
     await this.#database.transaction(async (trx) => {
-      await updateAdminPassword(trx, admin.id, passwordHash, this.#clock().toISOString());
+      await updateAdminPassword(trx, admin.id, passwordHash, this.#clock.now().toISOString());
       await deleteSessionsOfAdmin(trx, admin.id);
     });
     for (const [id, recent] of this.#recent) if (recent.session.adminUserId === admin.id) this.#recent.delete(id);
@@ -225,7 +225,7 @@ export class AuthService {
 
   /** Drops expired sessions and stale throttle windows. */
   async cleanup(): Promise<void> {
-    const now = this.#clock();
+    const now = this.#clock.now();
     await deleteExpiredSessions(this.#database.db, now.toISOString());
     await deleteStaleThrottleRows(this.#database.db, new Date(now.getTime() - THROTTLE_POLICY.windowMs).toISOString());
   }

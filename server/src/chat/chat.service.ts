@@ -85,7 +85,7 @@ export class ChatService {
     return this.#options.database.db;
   }
 
-  #now = () => this.#options.clock();
+  #now = () => this.#options.clock.now();
 
   /**
    * Forgets spent verification tokens and old rate-limit windows. The Status
@@ -166,7 +166,7 @@ export class ChatService {
     client: ClientInfo,
     source: ChatSource = 'public_chat',
   ): Promise<{ sessionId: string; reply: ChatReply }> {
-    const receivedAt = Date.now();
+    const receivedAt = this.#now().getTime();
     this.ensureEnabled();
     if (this.#options.config.get().paused) throw serviceUnavailable(CHAT_ERRORS.paused, 'paused');
 
@@ -273,7 +273,7 @@ export class ChatService {
     let threadId = session.thread_id;
     let run: { id: string; status: string } | null = null;
     const ceiling = AbortSignal.timeout(this.#options.answerCeilingMs ?? ANSWER_CEILING_MS);
-    const processingStart = Date.now();
+    const processingStart = this.#now().getTime();
     try {
       const result = await this.#options.assistant.ask(
         { sessionId: session.session_id, messageId, clientIp: client.ip, userAgent: client.userAgent },
@@ -296,8 +296,8 @@ export class ChatService {
         },
       );
       const finishedAt = this.#now().toISOString();
-      const processing = Date.now() - processingStart;
-      const latency = Date.now() - receivedAt;
+      const processing = this.#now().getTime() - processingStart;
+      const latency = this.#now().getTime() - receivedAt;
       const sources = JSON.stringify(result.answer.sources);
       const outcome = {
         prompt_tokens: result.usage.prompt_tokens,
@@ -367,7 +367,7 @@ export class ChatService {
     } catch (error) {
       const failure = describeFailure(error, ceiling);
       const finishedAt = this.#now().toISOString();
-      const processing = Date.now() - processingStart;
+      const processing = this.#now().getTime() - processingStart;
       const lastRun = run as { id: string; status: string } | null;
       const runStatus = error instanceof ProviderError && error.runStatus ? error.runStatus : (lastRun?.status ?? null);
       await this.#options.database.transaction(async (trx) => {
@@ -377,7 +377,7 @@ export class ChatService {
           run_id: lastRun?.id ?? null,
           run_status: runStatus,
           processing_duration_ms: processing,
-          response_latency_ms: Date.now() - receivedAt,
+          response_latency_ms: this.#now().getTime() - receivedAt,
           updated_at: finishedAt,
         });
         await queries.recordExchangeOnSession(trx, session.session_id, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, error: failure.logMessage }, finishedAt);
@@ -407,9 +407,9 @@ export class ChatService {
   /** The stored outcome of a question asked before (a retry), waiting while it is still being answered. */
   async #replay(earlier: queries.MessageRow): Promise<ChatReply> {
     let row: queries.MessageRow | undefined = earlier;
-    const deadline = Date.now() + (this.#options.answerCeilingMs ?? ANSWER_CEILING_MS);
-    while (row && row.state === 'processing' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, REPLAY_WAIT_POLL_MS));
+    const deadline = this.#now().getTime() + (this.#options.answerCeilingMs ?? ANSWER_CEILING_MS);
+    while (row && row.state === 'processing' && this.#now().getTime() < deadline) {
+      await this.#options.clock.sleep(REPLAY_WAIT_POLL_MS);
       row = await queries.findMessage(this.#db, earlier.id);
     }
     if (!row || row.state === 'processing') throw new AppError(504, 'answer_timeout', 'The assistant is still working on this question. Please try again in a moment.');

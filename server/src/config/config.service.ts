@@ -43,7 +43,7 @@ export class ConfigService {
   /** Seeds the row on first start and loads it into the cache. */
   async start(): Promise<RuntimeConfig> {
     const { database, defaults, clock } = this.#options;
-    await seedConfigRow(database.db, defaults, clock().toISOString());
+    await seedConfigRow(database.db, defaults, clock.now().toISOString());
     return this.reload();
   }
 
@@ -77,7 +77,7 @@ export class ConfigService {
       Object.entries(patch).filter(([key, value]) => current[key as keyof ConfigFields] !== value),
     ) as Partial<ConfigFields>;
     if (Object.keys(changes).length === 0) return current;
-    const row = await updateConfigRow(this.#options.database.db, changes, this.#options.clock().toISOString());
+    const row = await updateConfigRow(this.#options.database.db, changes, this.#options.clock.now().toISOString());
     this.#options.logger.info({ fields: Object.keys(changes) }, 'runtime configuration updated');
     return this.#replace(present(row));
   }

@@ -91,7 +91,7 @@ export class CrawlerService {
   refresh(force: boolean): Promise<RunOutcome> {
     if (this.#running) throw conflict('A schedule refresh is already running', 'refresh_running');
     this.#triggered++;
-    this.#lastRunAt = this.#options.clock().toISOString();
+    this.#lastRunAt = this.#options.clock.now().toISOString();
     this.#running = this.#run(force).finally(() => {
       this.#running = undefined;
     });
@@ -120,7 +120,7 @@ export class CrawlerService {
   }
 
   async #run(force: boolean): Promise<RunOutcome> {
-    const started = Date.now();
+    const started = this.#options.clock.now().getTime();
     const { source } = this.#options;
     const previous = await queries.lastSuccessfulRun(this.#db);
     let hash: string | null = null;
@@ -149,7 +149,7 @@ export class CrawlerService {
       // and the shift is part of its hash so a new week means a new run.
       let shiftDays = 0;
       if (source === this.#options.bundledSource && schedule.events.length > 0) {
-        shiftDays = daysToComingFriday(schedule.events[0]!.start, this.#options.clock(), timeZone);
+        shiftDays = daysToComingFriday(schedule.events[0]!.start, this.#options.clock.now(), timeZone);
         schedule = shiftSchedule(schedule, shiftDays, timeZone);
       }
       hash = createHash('sha256').update(fetched.body).update(shiftDays ? `shift:${shiftDays}` : '').digest('hex');
@@ -159,7 +159,7 @@ export class CrawlerService {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.#logger.error({ err: error, source }, 'schedule refresh failed');
-      const now = this.#options.clock().toISOString();
+      const now = this.#options.clock.now().toISOString();
       const runId = await queries.insertRun(this.#db, {
         url: source,
         hash,
@@ -168,7 +168,7 @@ export class CrawlerService {
         format,
         etag: validators.etag,
         last_modified: validators.lastModified,
-        duration_ms: Date.now() - started,
+        duration_ms: this.#options.clock.now().getTime() - started,
         created_at: now,
         updated_at: now,
       });
@@ -188,7 +188,7 @@ export class CrawlerService {
       started: number;
     },
   ): Promise<RunOutcome> {
-    const now = this.#options.clock();
+    const now = this.#options.clock.now();
     const previousEvents = context.previous ? (await queries.eventsOfRun(this.#db, context.previous.id)).map(rowToEvent) : [];
     const changes = context.previous ? diffSchedules(previousEvents, schedule.events) : [];
     const tracks = [...new Set(schedule.events.map((event) => event.track).filter((track): track is string => Boolean(track)))].sort();
@@ -230,11 +230,11 @@ export class CrawlerService {
         { filename: file, data: Buffer.from(document, 'utf8') },
         { replaces: (existing: StoredFile) => existing.id === previousFileId || SCHEDULE_FILE.test(existing.filename) },
       );
-      await queries.updateRun(this.#db, runId, { file_id: stored.id, duration_ms: Date.now() - context.started, updated_at: this.#options.clock().toISOString() });
+      await queries.updateRun(this.#db, runId, { file_id: stored.id, duration_ms: this.#options.clock.now().getTime() - context.started, updated_at: this.#options.clock.now().toISOString() });
     } catch (error) {
       const message = `Uploading the schedule to the assistant failed: ${error instanceof Error ? error.message : String(error)}`;
       this.#logger.error({ err: error, runId }, message);
-      await queries.updateRun(this.#db, runId, { error: message, duration_ms: Date.now() - context.started, updated_at: this.#options.clock().toISOString() });
+      await queries.updateRun(this.#db, runId, { error: message, duration_ms: this.#options.clock.now().getTime() - context.started, updated_at: this.#options.clock.now().toISOString() });
       return { kind: 'failed', runId, error: message };
     }
     this.#feedTimeZone = schedule.timeZone ?? this.#feedTimeZone;

@@ -17,7 +17,7 @@ describe('housekeeping', () => {
     expect((await ask()).statusCode).toBe(200);
     expect((await ask()).statusCode).toBe(429);
     const { db } = ctx.deps.database;
-    await db.insertInto('spent_verification_tokens').values({ token_hash: 'old-token', created_at: time.clock().toISOString() }).execute();
+    await db.insertInto('spent_verification_tokens').values({ token_hash: 'old-token', created_at: time.clock.now().toISOString() }).execute();
     const status = async (cookie: string) => (await ctx.app.inject({ url: '/api/status', headers: { cookie } })).json().public_chat;
     expect(await status(admin)).toMatchObject({ message_count: 2, session_count: 1, rate_limit_exceeded_count: 1 });
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../app.ts';
-import type { Clock } from '../clock.ts';
+import { realSleep, type Clock } from '../clock.ts';
 import { loadEnv } from '../config/env.ts';
 import { createDeps, type Deps } from '../deps.ts';
 
@@ -100,17 +100,58 @@ export async function signIn(app: FastifyInstance, admin = ADMIN): Promise<strin
   return cookieFrom(login);
 }
 
-/** A clock tests can move. */
-export function manualClock(start = new Date('2026-03-13T15:00:00Z')) {
+/**
+ * A clock tests move by hand. With `autoAdvance` (the default) a sleep moves
+ * the clock forward by its length and resolves at once, so code that waits
+ * (poll intervals, back-off, rate gates) runs without real waiting; without
+ * it, sleepers wait until `advance()` or `set()` passes their deadline.
+ */
+export function manualClock(start = new Date('2026-03-13T15:00:00Z'), options: { autoAdvance?: boolean } = {}) {
+  const autoAdvance = options.autoAdvance ?? true;
   let now = start.getTime();
-  const clock: Clock = () => new Date(now);
+  let sleepers: { until: number; resolve: () => void }[] = [];
+  const wake = () => {
+    const due = sleepers.filter((sleeper) => sleeper.until <= now);
+    sleepers = sleepers.filter((sleeper) => sleeper.until > now);
+    for (const sleeper of due) sleeper.resolve();
+  };
+  const clock: Clock = {
+    now: () => new Date(now),
+    sleep(ms, signal) {
+      signal?.throwIfAborted();
+      if (autoAdvance) {
+        now += Math.max(0, ms);
+        return new Promise((resolve) => setImmediate(resolve));
+      }
+      return new Promise((resolve, reject) => {
+        const sleeper = { until: now + Math.max(0, ms), resolve };
+        sleepers.push(sleeper);
+        signal?.addEventListener(
+          'abort',
+          () => {
+            sleepers = sleepers.filter((other) => other !== sleeper);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
+        wake();
+      });
+    },
+  };
   return {
     clock,
+    /** Moves the clock forward and wakes the sleepers whose time has come. */
     advance(ms: number) {
       now += ms;
+      wake();
     },
     set(date: Date) {
       now = date.getTime();
+      wake();
+    },
+    /** How many sleeps are waiting (without autoAdvance). */
+    get sleeping() {
+      return sleepers.length;
     },
   };
 }
@@ -123,7 +164,7 @@ export function manualClock(start = new Date('2026-03-13T15:00:00Z')) {
 export function minuteStartClock(): Clock {
   const now = Date.now();
   const offset = 60_000 - (now % 60_000);
-  return () => new Date(Date.now() + offset);
+  return { now: () => new Date(Date.now() + offset), sleep: realSleep };
 }
 
 /** Uploads a file to the assistant's vector store through the admin API. */

@@ -48,7 +48,7 @@ export class LocalProvider implements AssistantProvider {
     return this.#database.db;
   }
 
-  #now = () => this.#clock().toISOString();
+  #now = () => this.#clock.now().toISOString();
 
   async createThread(call: ProviderCall): Promise<string> {
     const id = newId('thread');
@@ -146,7 +146,7 @@ export class LocalProvider implements AssistantProvider {
     const question = await queries.latestUserMessage(this.#db, threadId);
     const index = await this.#knowledge();
     const { text, sources } = question
-      ? composeAnswer(question.content, index, this.#clock(), this.#timeZone())
+      ? composeAnswer(question.content, index, this.#clock.now(), this.#timeZone())
       : { text: 'There is no question on this thread yet.', sources: [] };
     await this.#database.transaction(async (trx) => {
       const usage = { prompt_tokens: estimateTokens(question?.content ?? ''), completion_tokens: estimateTokens(text) };

@@ -165,9 +165,10 @@ export class OpenAIProvider implements AssistantProvider {
     call.request({ vector_store_id: vectorStoreId, filename: file.filename, bytes: file.data.length, purpose: 'assistants' });
     const uploaded = await wrap(async () => this.#client.files.create({ file: await toFile(file.data, file.filename), purpose: 'assistants' }));
     let attached = await wrap(() => this.#client.vectorStores.files.create(vectorStoreId, { file_id: uploaded.id }));
-    const deadline = Date.now() + FILE_READY_TIMEOUT_MS;
-    while (attached.status === 'in_progress' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, FILE_POLL_MS));
+    const clock = this.#options.clock;
+    const deadline = clock.now().getTime() + FILE_READY_TIMEOUT_MS;
+    while (attached.status === 'in_progress' && clock.now().getTime() < deadline) {
+      await clock.sleep(FILE_POLL_MS);
       attached = await wrap(() => this.#client.vectorStores.files.retrieve(uploaded.id, { vector_store_id: vectorStoreId }));
     }
     call.response({ file: uploaded, vector_store_file: attached });
@@ -213,7 +214,7 @@ export class OpenAIProvider implements AssistantProvider {
 
   async #vectorStoreId(): Promise<string> {
     if (this.#options.vectorStoreId) return this.#options.vectorStoreId;
-    const id = await rememberedSetting(this.#options.database.db, STORE_SETTING, this.#options.clock().toISOString(), async () => {
+    const id = await rememberedSetting(this.#options.database.db, STORE_SETTING, this.#options.clock.now().toISOString(), async () => {
       const store = await wrap(() => this.#client.vectorStores.create({ name: `${this.#options.productName} knowledge` }));
       return store.id;
     });
