@@ -1,15 +1,27 @@
 import { setTimeout as delay } from 'node:timers/promises';
 
+/** A deadline on a clock: its signal aborts with a TimeoutError when the time comes. */
+export interface Deadline {
+  readonly signal: AbortSignal;
+  /** Forgets the deadline (the work finished in time). */
+  clear(): void;
+}
+
 /**
- * Time as services see it: the current instant and waiting. Injected
- * everywhere instead of `Date.now()` and `setTimeout`, so tests can pin or
- * move it and timeouts, leases and replays are tested without real waiting.
+ * Time as services see it: the current instant, waiting and deadlines.
+ * Injected everywhere instead of `Date.now()` and `setTimeout`, so tests can
+ * pin or move it and timeouts, leases and replays are tested without real
+ * waiting.
  */
 export interface Clock {
   now(): Date;
   /** Resolves after `ms` of this clock's time; rejects with the signal's reason when it aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** A deadline `ms` of this clock's time from now. */
+  deadline(ms: number): Deadline;
 }
+
+export const timeoutError = (message = 'The operation timed out.') => new DOMException(message, 'TimeoutError');
 
 /** Waits `ms` of real time; an abort rejects with the signal's reason (e.g. a TimeoutError), not a generic AbortError. */
 export async function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -22,4 +34,11 @@ export async function realSleep(ms: number, signal?: AbortSignal): Promise<void>
   }
 }
 
-export const systemClock: Clock = { now: () => new Date(), sleep: realSleep };
+export function realDeadline(ms: number): Deadline {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(timeoutError()), ms);
+  timer.unref();
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
+}
+
+export const systemClock: Clock = { now: () => new Date(), sleep: realSleep, deadline: realDeadline };

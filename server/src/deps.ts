@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pino from 'pino';
 import { StatusService } from './admin/status.service.ts';
+import { AskPipeline } from './ask/ask-pipeline.ts';
+import { LeaseKeeper } from './ask/lease-keeper.ts';
 import { AssistantService } from './assistant/assistant.service.ts';
 import { LocalProvider } from './assistant/local/local-provider.ts';
 import { OpenAIProvider } from './assistant/openai/openai-provider.ts';
@@ -34,6 +36,10 @@ export interface Deps {
   auth: AuthService;
   events: EventBus;
   assistant: AssistantService;
+  /** Turns questions from every front into answers. */
+  pipeline: AskPipeline;
+  /** Renews this process's leases and takes over a stopped process's work; started by startServer, not by tests. */
+  leases: LeaseKeeper;
   chat: ChatService;
   crawler: CrawlerService;
   status: StatusService;
@@ -97,18 +103,19 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       config: () => config.get(),
       events,
     });
+    const pipeline = new AskPipeline({ assistant, clock, config, events, logger: loggers.get('assistant'), maxConcurrentRuns: env.MAX_CONCURRENT_RUNS });
+    const leases = new LeaseKeeper({ clock, logger: loggers.get('assistant'), pipeline, everyoneAtStart: database.dialect === 'sqlite' });
     const chat = new ChatService({
       database,
       clock,
       logger: loggers.get('chat'),
       config,
-      assistant,
-      events,
+      pipeline,
       turnstile:
         env.TURNSTILE_SITE_KEY && env.TURNSTILE_SECRET_KEY ? { secretKey: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL } : null,
-      maxConcurrentRuns: env.MAX_CONCURRENT_RUNS,
       fetch: options.fetch,
     });
+    leases.register(chat);
     const crawler = new CrawlerService({
       database,
       clock,
@@ -146,6 +153,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       auth,
       events,
       assistant,
+      pipeline,
+      leases,
       chat,
       crawler,
       crawlerScheduler,
@@ -158,6 +167,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       sessionSecret,
       version: APP_VERSION,
       async close() {
+        await leases.stop();
         await crawlerScheduler.stop();
         await housekeeping.stop();
         await database.close();

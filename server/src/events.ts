@@ -1,10 +1,22 @@
 import { EventEmitter } from 'node:events';
 
-/** One answered (or failed) question, as the Watch feed and metrics see it. */
+/**
+ * One answered (or failed) question, from any front, as the Watch feed and
+ * metrics see it. Public chat questions carry their session and message;
+ * ask commands their id and the Discord user.
+ */
 export interface AnswerEvent {
-  source: 'public_chat' | 'admin_chat';
-  session_id: string;
-  message_id: number;
+  source: 'public_chat' | 'admin_chat' | 'discord';
+  session_id: string | null;
+  message_id: number | null;
+  ask_command_id: number | null;
+  user_id: string | null;
+  username: string | null;
+  global_name: string | null;
+  interaction_id: string | null;
+  context: string | null;
+  /** A whisper: operators see it, public channels never do. */
+  private: boolean;
   prompt: string;
   response: string | null;
   error: string | null;

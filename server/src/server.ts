@@ -25,6 +25,7 @@ export async function startServer(
   try {
     app = await buildApp(deps);
     await app.listen({ port: env.PORT, host: env.HOST });
+    deps.leases.start();
     if (options.runCrawler ?? true) deps.crawlerScheduler.start();
     deps.housekeeping.start();
   } catch (error) {

@@ -11,6 +11,7 @@ import {
   type Answer,
   type AssistantProvider,
   type ProviderCall,
+  type RunOverrides,
   type RunSettings,
   type RunState,
   type StoredFile,
@@ -23,6 +24,7 @@ import { RateGate } from './rate-gate.ts';
 export interface CallContext {
   sessionId?: string | null;
   messageId?: number | null;
+  askCommandId?: number | null;
   clientIp?: string | null;
   userAgent?: string | null;
 }
@@ -35,20 +37,49 @@ export interface AskResult {
   usage: TokenUsage;
 }
 
-/** Progress of one ask, for callers that record it as it happens. */
+/** The pipeline steps of DESIGN §6 that talk to the provider. */
+export type ProviderAskStep = 'creating_thread' | 'creating_message' | 'creating_run' | 'polling_run' | 'list_message';
+
+/**
+ * The provider ids an ask has reached. Stored by the caller as each arrives,
+ * so a restart resumes from them: a stored run is only waited for, a stored
+ * question is not asked twice, a stored thread is kept.
+ */
 export interface AskProgress {
+  threadId: string | null;
+  /** The provider's id of the question in the thread. */
+  messageId: string | null;
+  runId: string | null;
+}
+
+/** Called as an ask moves on, so the caller can store each step and id before the next one starts. */
+export interface AskHooks {
+  step?(step: ProviderAskStep): void | Promise<void>;
   threadCreated?(threadId: string): void | Promise<void>;
+  messageCreated?(messageId: string): void | Promise<void>;
   runCreated?(run: RunState): void | Promise<void>;
+}
+
+export interface StartedRun {
+  threadId: string;
+  messageId: string;
+  run: RunState;
 }
 
 const BACKOFF_FACTOR = 1.5;
 const DEFAULT_POLL_MS = 3000;
 const MAX_BODY_CHARS = 100_000;
+const NO_USAGE: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
 /**
  * Runs questions through the assistant provider step by step (thread,
  * message, run, poll, answer), logging every provider call to its table,
  * and manages the vector store the assistant searches.
+ *
+ * An ask is two halves keyed by stored ids, so no provider state lives only
+ * in memory: `start` (thread, question, run) and `finish` (wait for the run,
+ * read its answer). A process that dies between them leaves a run that
+ * another can `finish`.
  */
 export class AssistantService {
   readonly provider: AssistantProvider;
@@ -76,75 +107,115 @@ export class AssistantService {
     this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second, options.clock);
   }
 
-  /** The run settings of the current runtime configuration. */
-  runSettings(extraInstructions = ''): RunSettings {
+  /** The run settings of the current runtime configuration, with a user's overrides where set. */
+  runSettings(overrides: RunOverrides = {}): RunSettings {
     const config = this.#config();
-    const instructions = [config.assistant_instructions, config.assistant_additional_instructions, extraInstructions]
+    const instructions = [config.assistant_instructions, config.assistant_additional_instructions, overrides.additionalInstructions ?? '']
       .map((part) => part.trim())
       .filter(Boolean)
       .join('\n\n');
+    const truncationType = overrides.truncationType ?? config.openai_truncation_strategy_type;
+    const pollMs = parseDuration(overrides.pollInterval ?? config.assistant_poll_interval) ?? DEFAULT_POLL_MS;
+    const maxPollMs = parseDuration(overrides.maxPollInterval ?? config.assistant_max_poll_interval) ?? pollMs;
     return {
       instructions,
-      maxOutputTokens: config.openai_max_completion_tokens,
-      maxPromptTokens: config.openai_max_prompt_tokens,
+      maxOutputTokens: overrides.maxCompletionTokens ?? config.openai_max_completion_tokens,
+      maxPromptTokens: overrides.maxPromptTokens ?? config.openai_max_prompt_tokens,
       truncation:
-        config.openai_truncation_strategy_type === 'last_messages'
-          ? { type: 'last_messages', lastMessages: config.openai_truncation_strategy_last_messages }
+        truncationType === 'last_messages'
+          ? { type: 'last_messages', lastMessages: overrides.truncationLastMessages ?? config.openai_truncation_strategy_last_messages }
           : { type: 'auto' },
+      pollIntervalMs: pollMs,
+      maxPollIntervalMs: Math.max(pollMs, maxPollMs),
     };
   }
 
   /**
    * Asks `text` on the thread (creating one when `threadId` is null) and
-   * waits for the answer. Throws ProviderError when a step fails or the run
-   * ends without completing; `signal` bounds the whole wait.
+   * waits for the answer: `start` then `finish`. Throws ProviderError when a
+   * step fails or the run ends without completing; `signal` bounds the wait.
    */
   async ask(
     context: CallContext,
     threadId: string | null,
     text: string,
-    options: { signal?: AbortSignal; progress?: AskProgress; settings?: RunSettings } = {},
+    options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings } = {},
   ): Promise<AskResult> {
-    const { signal, progress } = options;
     const settings = options.settings ?? this.runSettings();
-    let thread = threadId;
-    if (!thread) {
-      thread = await this.#logged('create_thread', context, (call) => this.provider.createThread(call));
-      await progress?.threadCreated?.(thread);
+    const started = await this.start(context, text, { threadId, messageId: null, runId: null }, { ...options, settings });
+    return this.finish(context, started.threadId, started.run, { ...options, settings });
+  }
+
+  /**
+   * The first half of an ask: the thread, the question in it and the run,
+   * each skipped when `progress` already holds its id, each reported to
+   * `hooks` as soon as the provider gives it.
+   */
+  async start(
+    context: CallContext,
+    text: string,
+    progress: AskProgress,
+    options: { signal?: AbortSignal; hooks?: AskHooks; settings: RunSettings },
+  ): Promise<StartedRun> {
+    const { signal, hooks, settings } = options;
+    let threadId = progress.threadId;
+    if (!threadId) {
+      await hooks?.step?.('creating_thread');
+      threadId = await this.#logged('create_thread', context, (call) => this.provider.createThread(call));
+      await hooks?.threadCreated?.(threadId);
     }
-    const threadIdFinal = thread;
+    const thread = threadId;
     signal?.throwIfAborted();
-    await this.#logged('create_message', context, (call) => this.provider.createMessage(call, threadIdFinal, text));
-
+    let messageId = progress.messageId;
+    if (!messageId) {
+      await hooks?.step?.('creating_message');
+      messageId = await this.#logged('create_message', context, (call) => this.provider.createMessage(call, thread, text));
+      await hooks?.messageCreated?.(messageId);
+    }
+    await hooks?.step?.('creating_run');
     await this.#runGate.wait(signal);
-    let run = await this.#logged('create_run', context, (call) => this.provider.createRun(call, threadIdFinal, settings));
-    await progress?.runCreated?.(run);
+    const run = await this.#logged('create_run', context, (call) => this.provider.createRun(call, thread, settings));
+    await hooks?.runCreated?.(run);
+    return { threadId: thread, messageId, run };
+  }
 
-    const config = this.#config();
-    let delay = parseDuration(config.assistant_poll_interval) ?? DEFAULT_POLL_MS;
-    const maxDelay = Math.max(delay, parseDuration(config.assistant_max_poll_interval) ?? delay);
-    // The first look is immediate (a fast run is answered at once), then the wait grows to the maximum.
-    for (let polls = 0; !FINAL_RUN_STATUSES.has(run.status); polls++) {
+  /**
+   * The second half: waits for the run to end (the first look is immediate,
+   * then the wait grows from the poll interval to its maximum) and reads its
+   * answer. `run` is the state `start` returned, or a stored run id.
+   */
+  async finish(
+    context: CallContext,
+    threadId: string,
+    run: RunState | string,
+    options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings } = {},
+  ): Promise<AskResult> {
+    const { signal, hooks } = options;
+    const settings = options.settings ?? this.runSettings();
+    await hooks?.step?.('polling_run');
+    let state: RunState | null = typeof run === 'string' ? null : run;
+    const runId = typeof run === 'string' ? run : run.id;
+    let delay = settings.pollIntervalMs;
+    for (let polls = 0; !state || !FINAL_RUN_STATUSES.has(state.status); polls++) {
       if (polls > 0) {
         await this.#clock.sleep(delay, signal);
-        delay = Math.min(maxDelay, Math.round(delay * BACKOFF_FACTOR));
+        delay = Math.min(settings.maxPollIntervalMs, Math.round(delay * BACKOFF_FACTOR));
       }
       signal?.throwIfAborted();
-      const runId = run.id;
-      run = await this.#logged('retrieve_run', context, (call) => this.provider.retrieveRun(call, threadIdFinal, runId));
+      state = await this.#logged('retrieve_run', context, (call) => this.provider.retrieveRun(call, threadId, runId));
     }
-    if (run.status !== 'completed') {
-      throw new ProviderError(run.error ?? `The assistant's run ended with status ${run.status}`, { runStatus: run.status });
+    if (state.status !== 'completed') {
+      throw new ProviderError(state.error ?? `The assistant's run ended with status ${state.status}`, { runStatus: state.status, usage: state.usage });
     }
-    const runId = run.id;
-    const answer = await this.#logged('list_messages', context, (call) => this.provider.listMessages(call, threadIdFinal, runId));
-    return {
-      threadId: threadIdFinal,
-      runId: run.id,
-      runStatus: run.status,
-      answer,
-      usage: run.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
-    };
+    await hooks?.step?.('list_message');
+    const finalState = state;
+    const answer = await this.#logged('list_messages', context, (call) => this.provider.listMessages(call, threadId, finalState));
+    return { threadId, runId: state.id, runStatus: state.status, answer, usage: state.usage ?? NO_USAGE };
+  }
+
+  /** Stops a run in flight (a visitor pressed Stop); a run already over is left as it is. */
+  async cancelRun(context: CallContext, threadId: string, runId: string): Promise<void> {
+    await this.#logged('retrieve_run', context, (call) => this.provider.cancelRun(call, threadId, runId), 'cancel_run');
   }
 
   listVectorStores(context: CallContext = {}): Promise<VectorStoreInfo[]> {
@@ -210,6 +281,7 @@ export class AssistantService {
       const row = {
         session_id: context.sessionId ?? null,
         public_chat_message_id: context.messageId ?? null,
+        ask_command_id: context.askCommandId ?? null,
         client_ip: context.clientIp ?? null,
         user_agent: context.userAgent ?? null,
         operation: operation ?? null,

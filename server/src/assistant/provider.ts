@@ -28,6 +28,12 @@ export interface RunState {
   /** Why the run did not complete, in words. */
   error: string | null;
   usage: TokenUsage | null;
+  /**
+   * The answer, when the run carries it itself rather than adding it to the
+   * thread (an OpenAI run made on the last N messages, outside the
+   * conversation): `listMessages` then adds it to the thread.
+   */
+  output?: Answer | null;
 }
 
 export interface RunSettings {
@@ -37,6 +43,20 @@ export interface RunSettings {
   /** 0 = no limit. */
   maxPromptTokens: number;
   truncation: { type: 'auto' } | { type: 'last_messages'; lastMessages: number };
+  /** The first wait between looks at a run, growing to the maximum. */
+  pollIntervalMs: number;
+  maxPollIntervalMs: number;
+}
+
+/** A user's own settings (SPEC §3 "User"), each overriding the global one when set. */
+export interface RunOverrides {
+  additionalInstructions?: string | null;
+  truncationType?: 'auto' | 'last_messages' | null;
+  truncationLastMessages?: number | null;
+  maxCompletionTokens?: number | null;
+  maxPromptTokens?: number | null;
+  pollInterval?: string | null;
+  maxPollInterval?: string | null;
 }
 
 export interface Source {
@@ -76,8 +96,10 @@ export interface AssistantProvider {
   createMessage(call: ProviderCall, threadId: string, text: string): Promise<string>;
   createRun(call: ProviderCall, threadId: string, settings: RunSettings): Promise<RunState>;
   retrieveRun(call: ProviderCall, threadId: string, runId: string): Promise<RunState>;
-  /** The answer the run produced (the newest assistant message of the thread). */
-  listMessages(call: ProviderCall, threadId: string, runId: string): Promise<Answer>;
+  /** The answer the run produced (the newest assistant message of the thread), given the run's final state. */
+  listMessages(call: ProviderCall, threadId: string, run: RunState): Promise<Answer>;
+  /** Stops a run in flight; a run already over stays as it is. Returns its state after. */
+  cancelRun(call: ProviderCall, threadId: string, runId: string): Promise<RunState>;
 
   listVectorStores(call: ProviderCall): Promise<VectorStoreInfo[]>;
   /** The files in the assistant's vector store. */
@@ -92,11 +114,14 @@ export interface AssistantProvider {
 export class ProviderError extends Error {
   readonly status: number | undefined;
   readonly runStatus: RunStatus | undefined;
-  constructor(message: string, options: { status?: number; runStatus?: RunStatus; cause?: unknown } = {}) {
+  /** Tokens the provider counted for a run that did not complete (they are billed all the same). */
+  readonly usage: TokenUsage | null;
+  constructor(message: string, options: { status?: number; runStatus?: RunStatus; usage?: TokenUsage | null; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.name = 'ProviderError';
     this.status = options.status;
     this.runStatus = options.runStatus;
+    this.usage = options.usage ?? null;
   }
 }
 

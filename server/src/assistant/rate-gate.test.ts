@@ -21,7 +21,7 @@ describe('RateGate (openai_max_requests_per_second)', () => {
     const before = time.clock.now().getTime();
     await gate.wait();
     expect(time.clock.now().getTime()).toBe(before);
-    expect(time.sleeping).toBe(0);
+    expect(time.waiting).toBe(0);
   });
 
   it('stops waiting when the request is abandoned', async () => {

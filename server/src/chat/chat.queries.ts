@@ -79,6 +79,20 @@ export async function insertMessage(
     client_ip: string | null;
     user_agent: string | null;
     client_message_id?: string | null;
+    thread_id?: string | null;
+    step?: string | null;
+    attempts?: number;
+    owner?: string | null;
+    lease_expires_at?: string | null;
+    openai_message_id?: string | null;
+    run_id?: string | null;
+    run_status?: string | null;
+    prompt_tokens?: number;
+    completion_tokens?: number;
+    total_tokens?: number;
+    processing_duration_ms?: number | null;
+    response_latency_ms?: number | null;
+    sources?: string | null;
     now: string;
   },
 ): Promise<number> {
@@ -107,8 +121,80 @@ export const updateMessage = (
     response_latency_ms: number | null;
     sources: string | null;
     error: string | null;
+    thread_id: string | null;
+    provider_message_id: string | null;
+    step: string | null;
+    owner: string | null;
+    lease_expires_at: string | null;
   }> & { updated_at: string },
 ) => db.updateTable('public_chat_messages').set(changes).where('id', '=', id).execute();
+
+/** Updates a question only while `owner` still holds it; false when another process took it over. */
+export async function updateOwnedMessage(db: Db, id: number, owner: string, changes: Parameters<typeof updateMessage>[2]): Promise<boolean> {
+  const result = await db.updateTable('public_chat_messages').set(changes).where('id', '=', id).where('owner', '=', owner).executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Keeps the owner's claim on the questions it is answering (DESIGN §9). */
+export async function renewLeases(db: Db, owner: string, until: string): Promise<number> {
+  const result = await db
+    .updateTable('public_chat_messages')
+    .set({ lease_expires_at: until })
+    .where('state', '=', 'processing')
+    .where('owner', '=', owner)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/**
+ * Questions whose owner is gone: still being answered, with a lease that ran
+ * out before `now` — or, when `everyone`, any not held by `owner` (SQLite's
+ * single process at start).
+ */
+export const abandonedQuestions = (db: Db, scope: { owner: string; now: string; everyone: boolean }, limit: number) =>
+  db
+    .selectFrom('public_chat_messages')
+    .select('id')
+    .where('state', '=', 'processing')
+    .where('role', '=', 'user')
+    .$if(scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
+    .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', scope.now)])))
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+
+/** Takes over an abandoned question (the same conditions, checked again atomically); the row, or undefined when another got it first. */
+export const claimQuestion = (db: Db, id: number, scope: { owner: string; now: string; everyone: boolean; until: string }) =>
+  db
+    .updateTable('public_chat_messages')
+    .set((eb) => ({ owner: scope.owner, lease_expires_at: scope.until, attempts: eb('attempts', '+', 1), updated_at: scope.now }))
+    .where('id', '=', id)
+    .where('state', '=', 'processing')
+    .$if(scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
+    .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', scope.now)])))
+    .returningAll()
+    .executeTakeFirst();
+
+/** Frees the in-flight slot of sessions that hold it with no question being answered (their process stopped between the two). */
+export async function releaseOrphanedInFlight(db: Db, heldBefore: string): Promise<number> {
+  const result = await db
+    .updateTable('public_chat_sessions')
+    .set({ in_flight_since: null })
+    .where('in_flight_since', '<', heldBefore)
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('public_chat_messages as message')
+            .select('message.id')
+            .whereRef('message.session_id', '=', 'public_chat_sessions.session_id')
+            .where('message.state', '=', 'processing'),
+        ),
+      ),
+    )
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
 
 export const findMessageByClientId = (db: Db, sessionId: string, clientMessageId: string) =>
   db
@@ -159,32 +245,6 @@ export const insertFeedback = (
     .returning('id')
     .executeTakeFirstOrThrow();
 };
-
-/** Counts one request in the identifier's current window; returns the count after it. */
-export async function countRequest(
-  db: Db,
-  window: { identifier: string; client_ip: string | null; window_start: string; window_end: string; max_requests: number; now: string },
-): Promise<{ request_count: number; max_requests: number }> {
-  const { now, ...values } = window;
-  return db
-    .insertInto('public_chat_rate_limits')
-    .values({ ...values, request_count: 1, limited: window.max_requests < 1, limited_at: window.max_requests < 1 ? now : null, created_at: now, updated_at: now })
-    .onConflict((conflict) =>
-      conflict.columns(['identifier', 'window_start']).doUpdateSet((eb) => {
-        const over = eb(eb('public_chat_rate_limits.request_count', '+', 1), '>', eb.ref('excluded.max_requests'));
-        return {
-          request_count: eb('public_chat_rate_limits.request_count', '+', 1),
-          max_requests: eb.ref('excluded.max_requests'),
-          limited: over.$castTo<boolean>(),
-          limited_at: eb.case().when(over).then(eb.fn.coalesce('public_chat_rate_limits.limited_at', eb.val(now))).else(eb.ref('public_chat_rate_limits.limited_at')).end(),
-          client_ip: eb.ref('excluded.client_ip'),
-          updated_at: now,
-        };
-      }),
-    )
-    .returning(['request_count', 'max_requests'])
-    .executeTakeFirstOrThrow();
-}
 
 /** Records a verification token as spent; false when it was presented before. */
 export async function spendToken(db: Db, tokenHash: string, now: string): Promise<boolean> {

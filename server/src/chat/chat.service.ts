@@ -1,13 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ChatExchange, ChatReply, ChatSendRequest, FeedbackRequest, Source } from '@concierge/contract';
 import type { Logger } from 'pino';
-import type { AssistantService } from '../assistant/assistant.service.ts';
-import { ProviderError } from '../assistant/provider.ts';
+import { ANSWER_CEILING_MS, ASK_ERRORS, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
+import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import type { Database } from '../db/database.ts';
 import { AppError, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
-import type { AnswerEvent, EventBus } from '../events.ts';
+import { WindowCounter } from '../limits/limits.ts';
+import { PublicChatRecorder } from './chat-recorder.ts';
 import * as queries from './chat.queries.ts';
 import { verifyTurnstileToken } from './turnstile.ts';
 
@@ -17,19 +18,17 @@ export interface ClientInfo {
   referer: string | null;
 }
 
-export type ChatSource = 'public_chat' | 'admin_chat';
+export type ChatSource = Extract<AskOrigin, 'public_chat' | 'admin_chat'>;
 
 export interface ChatServiceOptions {
   database: Database;
   clock: Clock;
   logger: Logger;
   config: ConfigService;
-  assistant: AssistantService;
-  events: EventBus;
+  /** Turns questions into answers (paused policy, concurrency cap, ceiling, provider, answer event). */
+  pipeline: AskPipeline;
   /** Cloudflare Turnstile, when both keys are configured. */
   turnstile: { secretKey: string; verifyUrl: string } | null;
-  /** Assistant runs in flight at once in this process; beyond it, a clear 503. */
-  maxConcurrentRuns: number;
   /** Longest wait for one answer (below the browser's 120 s). */
   answerCeilingMs?: number;
   fetch?: typeof fetch;
@@ -37,10 +36,13 @@ export interface ChatServiceOptions {
 
 /** A visitor's session lives this long after it was last used. */
 export const SESSION_IDLE_MS = 24 * 3_600_000;
-/** A request "in flight" this long is assumed lost (e.g. the process restarted). */
+/** A request "in flight" this long is assumed lost (a last resort: recovery frees the sessions of a stopped process). */
 const IN_FLIGHT_STALE_MS = 130_000;
-const ANSWER_CEILING_MS = 110_000;
 const WINDOW_MS = 60_000;
+/** A question interrupted by a stopped process is asked again at most this many times when it never reached a run. */
+const MAX_QUESTION_ATTEMPTS = 2;
+/** Abandoned questions taken over per recovery pass. */
+const RECOVERY_BATCH = 50;
 /** The per-IP limit is this many times the per-session one: a whole venue can share one NAT address (DESIGN §7). */
 export const IP_LIMIT_FACTOR = 10;
 /** Verification attempts per address per minute: generous, since a venue's visitors share one address. */
@@ -54,12 +56,12 @@ const HISTORY_LIMIT = 100;
 
 export const CHAT_ERRORS = {
   disabled: 'Public chat is currently disabled',
-  paused: 'The concierge is taking a break. Please try again in a little while.',
+  paused: ASK_ERRORS.paused,
   noSession: 'Session not initialized. Please refresh the page.',
   notVerified: 'Please complete the security verification before sending a message.',
   rateLimited: "You've reached the rate limit. Please wait a moment before sending another message.",
   inFlight: 'Another request is already in progress. Please wait for it to complete before sending a new message.',
-  busy: 'The concierge is very busy right now. Please try again in a moment.',
+  busy: ASK_ERRORS.busy,
   invalidToken: 'Invalid verification token',
   tooManyVerifications: 'Too many verification attempts. Please try again later.',
   verificationUnavailable: 'Verification failed. Please try again.',
@@ -69,16 +71,19 @@ export const CHAT_ERRORS = {
 
 /**
  * The public chat: anonymous sessions, human verification, rate limits, one
- * question in flight per session, asking the assistant, feedback, history.
+ * question in flight per session, feedback and history. Questions are
+ * answered by the ask pipeline, with a PublicChatRecorder storing them;
+ * questions a stopped process left behind are taken over (`recover`).
  */
-export class ChatService {
+export class ChatService implements LeasedWork {
   readonly #options: ChatServiceOptions;
   readonly #logger: Logger;
-  #running = 0;
+  readonly #windows: WindowCounter;
 
   constructor(options: ChatServiceOptions) {
     this.#options = options;
     this.#logger = options.logger;
+    this.#windows = new WindowCounter({ database: options.database, clock: options.clock, windowMs: WINDOW_MS });
   }
 
   get #db() {
@@ -117,9 +122,7 @@ export class ChatService {
    */
   async verify(sessionId: string | undefined, token: string, client: ClientInfo): Promise<string> {
     this.ensureEnabled();
-    await this.#limit(`verify:${client.ip ?? 'unknown'}`, client.ip, VERIFY_ATTEMPTS_PER_MINUTE, () =>
-      tooManyRequests(CHAT_ERRORS.tooManyVerifications, 60, 'too_many_verifications'),
-    );
+    await this.#limit(`verify:${client.ip ?? 'unknown'}`, client.ip, VERIFY_ATTEMPTS_PER_MINUTE, CHAT_ERRORS.tooManyVerifications, 'too_many_verifications');
     const turnstile = this.#options.turnstile;
     if (!this.verificationRequired() || !turnstile) return (await this.#session(sessionId, client)).session_id;
 
@@ -168,7 +171,7 @@ export class ChatService {
   ): Promise<{ sessionId: string; reply: ChatReply }> {
     const receivedAt = this.#now().getTime();
     this.ensureEnabled();
-    if (this.#options.config.get().paused) throw serviceUnavailable(CHAT_ERRORS.paused, 'paused');
+    this.#options.pipeline.checkOpen();
 
     let session = await this.findSession(sessionId);
     if (source === 'admin_chat') session ??= await this.#session(undefined, client);
@@ -186,12 +189,8 @@ export class ChatService {
     }
 
     const perMinute = this.#options.config.get().public_chat_requests_per_minute;
-    await this.#limit(`session:${session.session_id}`, client.ip, perMinute, () => tooManyRequests(CHAT_ERRORS.rateLimited, this.#secondsLeftInWindow()));
-    if (client.ip) {
-      await this.#limit(`ip:${client.ip}`, client.ip, perMinute * IP_LIMIT_FACTOR, () =>
-        tooManyRequests(CHAT_ERRORS.rateLimited, this.#secondsLeftInWindow()),
-      );
-    }
+    await this.#limit(`session:${session.session_id}`, client.ip, perMinute);
+    if (client.ip) await this.#limit(`ip:${client.ip}`, client.ip, perMinute * IP_LIMIT_FACTOR);
 
     const now = this.#now();
     const staleBefore = new Date(now.getTime() - IN_FLIGHT_STALE_MS).toISOString();
@@ -199,14 +198,9 @@ export class ChatService {
       throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
     }
     try {
-      if (this.#running >= this.#options.maxConcurrentRuns) throw serviceUnavailable(CHAT_ERRORS.busy, 'busy');
-      this.#running++;
-      try {
-        const reply = await this.#answer(session, request, client, source, receivedAt);
-        return { sessionId: session.session_id, reply };
-      } finally {
-        this.#running--;
-      }
+      const slot = this.#options.pipeline.acquire();
+      const reply = await this.#answer(slot, session, request, client, source, receivedAt);
+      return { sessionId: session.session_id, reply };
     } finally {
       await queries.releaseInFlight(this.#db, session.session_id);
     }
@@ -251,164 +245,143 @@ export class ChatService {
     });
   }
 
-  async #answer(session: queries.SessionRow, request: ChatSendRequest, client: ClientInfo, source: ChatSource, receivedAt: number): Promise<ChatReply> {
-    const db = this.#db;
-    const startedAt = this.#now();
-    const messageId = await this.#options.database.transaction(async (trx) => {
-      const id = await queries.insertMessage(trx, {
-        session_id: session.session_id,
-        role: 'user',
-        content: request.message,
-        state: 'processing',
-        client_ip: client.ip,
-        user_agent: client.userAgent,
-        client_message_id: request.client_message_id ?? null,
-        now: startedAt.toISOString(),
-      });
-      await queries.bumpCounters(trx, { message_count: 1, 'state:processing': 1 });
-      return id;
-    });
-    await this.#touch(session, client, startedAt);
-
-    let threadId = session.thread_id;
-    let run: { id: string; status: string } | null = null;
-    const ceiling = AbortSignal.timeout(this.#options.answerCeilingMs ?? ANSWER_CEILING_MS);
-    const processingStart = this.#now().getTime();
+  /** Stores the question (owned by this process), then has the pipeline answer it. */
+  async #answer(slot: Slot, session: queries.SessionRow, request: ChatSendRequest, client: ClientInfo, source: ChatSource, receivedAt: number): Promise<ChatReply> {
+    const { pipeline } = this.#options;
+    let messageId: number;
     try {
-      const result = await this.#options.assistant.ask(
-        { sessionId: session.session_id, messageId, clientIp: client.ip, userAgent: client.userAgent },
-        threadId,
-        request.message,
-        {
-          signal: ceiling,
-          progress: {
-            threadCreated: async (id) => {
-              threadId = id;
-              await this.#options.database.transaction(async (trx) => {
-                await queries.setThread(trx, session.session_id, id, this.#now().toISOString());
-                await queries.bumpCounters(trx, { thread_count: 1 });
-              });
-            },
-            runCreated: (created) => {
-              run = created;
-            },
-          },
-        },
-      );
-      const finishedAt = this.#now().toISOString();
-      const processing = this.#now().getTime() - processingStart;
-      const latency = this.#now().getTime() - receivedAt;
-      const sources = JSON.stringify(result.answer.sources);
-      const outcome = {
-        prompt_tokens: result.usage.prompt_tokens,
-        completion_tokens: result.usage.completion_tokens,
-        total_tokens: result.usage.total_tokens,
-      };
-      await this.#options.database.transaction(async (trx) => {
-        await queries.updateMessage(trx, messageId, {
-          response: result.answer.text,
-          state: 'completed',
-          ...outcome,
-          run_id: result.runId,
-          run_status: result.runStatus,
-          processing_duration_ms: processing,
-          response_latency_ms: latency,
-          sources,
-          updated_at: finishedAt,
-        });
-        await queries.insertMessage(trx, {
+      const startedAt = this.#now();
+      messageId = await this.#options.database.transaction(async (trx) => {
+        const id = await queries.insertMessage(trx, {
           session_id: session.session_id,
-          role: 'assistant',
-          content: result.answer.text,
-          state: 'completed',
+          role: 'user',
+          content: request.message,
+          state: 'processing',
+          step: 'enqueue',
+          attempts: 1,
+          thread_id: session.thread_id,
+          owner: pipeline.owner,
+          lease_expires_at: pipeline.leaseUntil(),
           client_ip: client.ip,
           user_agent: client.userAgent,
-          now: finishedAt,
-        }).then((assistantId) =>
-          queries.updateMessage(trx, assistantId, {
-            openai_message_id: result.answer.messageId,
-            run_id: result.runId,
-            run_status: result.runStatus,
-            ...outcome,
-            processing_duration_ms: processing,
-            response_latency_ms: latency,
-            sources,
-            updated_at: finishedAt,
-          }),
-        );
-        await queries.recordExchangeOnSession(trx, session.session_id, { ...outcome, error: null }, finishedAt);
-        await queries.bumpCounters(trx, {
-          message_count: 1,
-          'state:processing': -1,
-          'state:completed': 2,
-          [`run_status:${result.runStatus}`]: 1,
-          prompt_tokens: outcome.prompt_tokens,
-          completion_tokens: outcome.completion_tokens,
-          total_tokens: outcome.total_tokens,
-          processing_ms_sum: processing,
-          processing_count: 1,
+          client_message_id: request.client_message_id ?? null,
+          now: startedAt.toISOString(),
         });
+        await queries.bumpCounters(trx, { message_count: 1, 'state:processing': 1 });
+        return id;
       });
-      this.#publish({
-        source,
-        session_id: session.session_id,
-        message_id: messageId,
-        prompt: request.message,
-        response: result.answer.text,
-        error: null,
-        state: 'completed',
-        run_id: result.runId,
-        run_status: result.runStatus,
-        thread_id: threadId,
-        ...outcome,
-        processing_duration_ms: processing,
-      });
-      return { success: true, response: result.answer.text, feedback_id: messageId, error: null, sources: result.answer.sources };
+      await this.#touch(session, client, startedAt);
     } catch (error) {
-      const failure = describeFailure(error, ceiling);
-      const finishedAt = this.#now().toISOString();
-      const processing = this.#now().getTime() - processingStart;
-      const lastRun = run as { id: string; status: string } | null;
-      const runStatus = error instanceof ProviderError && error.runStatus ? error.runStatus : (lastRun?.status ?? null);
-      await this.#options.database.transaction(async (trx) => {
-        await queries.updateMessage(trx, messageId, {
-          state: 'failed',
-          error: failure.logMessage,
-          run_id: lastRun?.id ?? null,
-          run_status: runStatus,
-          processing_duration_ms: processing,
-          response_latency_ms: this.#now().getTime() - receivedAt,
-          updated_at: finishedAt,
-        });
-        await queries.recordExchangeOnSession(trx, session.session_id, { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, error: failure.logMessage }, finishedAt);
-        await queries.bumpCounters(trx, { 'state:processing': -1, 'state:failed': 1, ...(runStatus ? { [`run_status:${runStatus}`]: 1 } : {}) });
-      });
-      this.#logger.warn({ err: error, sessionId: session.session_id, messageId }, 'public chat answer failed');
-      this.#publish({
-        source,
-        session_id: session.session_id,
-        message_id: messageId,
+      slot.release();
+      throw error;
+    }
+    const outcome = await pipeline.answer(
+      slot,
+      {
+        asker: { origin: source, sessionId: session.session_id, messageId },
         prompt: request.message,
-        response: null,
-        error: failure.logMessage,
-        state: 'failed',
-        run_id: lastRun?.id ?? null,
-        run_status: runStatus,
-        thread_id: threadId,
-        prompt_tokens: 0,
-        completion_tokens: 0,
-        total_tokens: 0,
-        processing_duration_ms: processing,
-      });
-      throw new AppError(failure.status, failure.code, failure.userMessage, { cause: error });
+        progress: { threadId: session.thread_id, messageId: null, runId: null },
+        settings: pipeline.runSettings(),
+        log: { sessionId: session.session_id, messageId, clientIp: client.ip, userAgent: client.userAgent },
+        ceilingMs: this.#options.answerCeilingMs,
+      },
+      this.#recorder({ messageId, sessionId: session.session_id, clientIp: client.ip, userAgent: client.userAgent, receivedAt }),
+    );
+    return { success: true, response: outcome.answer.text, feedback_id: messageId, error: null, sources: outcome.answer.sources };
+  }
+
+  #recorder(question: ConstructorParameters<typeof PublicChatRecorder>[0]['question']): PublicChatRecorder {
+    return new PublicChatRecorder({ database: this.#options.database, clock: this.#options.clock, logger: this.#logger, owner: this.#options.pipeline.owner, question });
+  }
+
+  /** Keeps this process's claim on the questions it is answering. */
+  renew(owner: string, until: string): Promise<number> {
+    return queries.renewLeases(this.#db, owner, until);
+  }
+
+  /**
+   * Takes over questions a stopped process was answering and finishes them:
+   * a question with a run waits for that run; one that never reached a run is
+   * asked again (once); otherwise it fails with a clear error. Either way its
+   * session may ask again afterwards. Returns how many were taken over.
+   */
+  async recover(scope: { owner: string; now: Date; everyone: boolean }): Promise<number> {
+    const now = scope.now.toISOString();
+    const candidates = await queries.abandonedQuestions(this.#db, { owner: scope.owner, now, everyone: scope.everyone }, RECOVERY_BATCH);
+    let taken = 0;
+    for (const { id } of candidates) {
+      const slot = this.#options.pipeline.tryAcquire();
+      if (!slot) break;
+      const row = await queries.claimQuestion(this.#db, id, { owner: scope.owner, now, everyone: scope.everyone, until: this.#options.pipeline.leaseUntil() });
+      if (!row) {
+        slot.release();
+        continue;
+      }
+      taken++;
+      this.#logger.info({ messageId: row.id, sessionId: row.session_id, step: row.step, runId: row.run_id }, 'taking over a question a stopped process was answering');
+      void this.#resume(slot, row).catch((error: unknown) => this.#logger.error({ err: error, messageId: row.id }, 'could not finish a taken-over question'));
+    }
+    const heldBefore = scope.everyone ? now : new Date(scope.now.getTime() - IN_FLIGHT_STALE_MS / 4).toISOString();
+    await queries.releaseOrphanedInFlight(this.#db, heldBefore);
+    return taken;
+  }
+
+  async #resume(slot: Slot, row: queries.MessageRow): Promise<void> {
+    const { pipeline } = this.#options;
+    const recorder = this.#recorder({ messageId: row.id, sessionId: row.session_id, clientIp: row.client_ip, userAgent: row.user_agent, receivedAt: Date.parse(row.created_at) });
+    try {
+      // A stored run is waited for; a question that never reached one is asked again, both a bounded number of times.
+      const exhausted = row.run_id ? row.attempts > MAX_QUESTION_ATTEMPTS + 1 : row.attempts > MAX_QUESTION_ATTEMPTS;
+      if (exhausted) {
+        await recorder.failed({
+          status: 502,
+          code: 'interrupted',
+          userMessage: ASK_ERRORS.interrupted,
+          logMessage: ASK_ERRORS.interrupted,
+          threadId: row.thread_id,
+          runId: null,
+          runStatus: null,
+          usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+          processingMs: 0,
+          finishedAt: this.#now(),
+        });
+        slot.release();
+        return;
+      }
+      await pipeline
+        .answer(
+          slot,
+          {
+            asker: { origin: 'public_chat', sessionId: row.session_id, messageId: row.id },
+            prompt: row.content,
+            progress: { threadId: row.thread_id, messageId: row.provider_message_id, runId: row.run_id },
+            settings: pipeline.runSettings(),
+            log: { sessionId: row.session_id, messageId: row.id, clientIp: row.client_ip, userAgent: row.user_agent },
+            ceilingMs: this.#options.answerCeilingMs,
+          },
+          recorder,
+        )
+        .catch(() => {
+          // Stored as failed by the recorder; nobody is waiting for the reply.
+        });
+    } finally {
+      await queries.releaseInFlight(this.#db, row.session_id);
     }
   }
 
-  /** The stored outcome of a question asked before (a retry), waiting while it is still being answered. */
+  /**
+   * The stored outcome of a question asked before (a retry), waiting while it
+   * is still being answered. A question whose process stopped is taken over
+   * here and then, so the retry gets its answer without waiting for recovery.
+   */
   async #replay(earlier: queries.MessageRow): Promise<ChatReply> {
     let row: queries.MessageRow | undefined = earlier;
-    const deadline = this.#now().getTime() + (this.#options.answerCeilingMs ?? ANSWER_CEILING_MS);
+    const ceilingMs = this.#options.answerCeilingMs ?? ANSWER_CEILING_MS;
+    const deadline = this.#now().getTime() + ceilingMs;
     while (row && row.state === 'processing' && this.#now().getTime() < deadline) {
+      if (row.lease_expires_at && row.lease_expires_at < this.#now().toISOString()) {
+        await this.recover({ owner: this.#options.pipeline.owner, now: this.#now(), everyone: false });
+      }
       await this.#options.clock.sleep(REPLAY_WAIT_POLL_MS);
       row = await queries.findMessage(this.#db, earlier.id);
     }
@@ -417,27 +390,12 @@ export class ChatService {
     return { success: true, response: row.response ?? '', feedback_id: row.id, error: null, sources: parseSources(row.sources) };
   }
 
-  /** Counts one request against the identifier's window and throws `refusal()` when over the limit. */
-  async #limit(identifier: string, clientIp: string | null, max: number, refusal: () => AppError): Promise<void> {
-    const now = this.#now();
-    const windowStart = Math.floor(now.getTime() / WINDOW_MS) * WINDOW_MS;
-    const { request_count } = await queries.countRequest(this.#db, {
-      identifier,
-      client_ip: clientIp,
-      window_start: new Date(windowStart).toISOString(),
-      window_end: new Date(windowStart + WINDOW_MS).toISOString(),
-      max_requests: max,
-      now: now.toISOString(),
-    });
-    if (request_count > max) {
-      if (identifier.startsWith('session:')) await queries.noteLimited(this.#db, identifier, now.toISOString());
-      throw refusal();
-    }
-  }
-
-  #secondsLeftInWindow(): number {
-    const now = this.#now().getTime();
-    return (WINDOW_MS - (now % WINDOW_MS)) / 1000;
+  /** Counts one request against the identifier's minute; 429 with Retry-After when over its limit. */
+  async #limit(identifier: string, clientIp: string | null, max: number, message: string = CHAT_ERRORS.rateLimited, code?: string): Promise<void> {
+    const counted = await this.#windows.count(identifier, clientIp, max);
+    if (!counted.over) return;
+    if (identifier.startsWith('session:')) await queries.noteLimited(this.#db, identifier, this.#now().toISOString());
+    throw tooManyRequests(message, counted.retryAfterSeconds, code);
   }
 
   /** The visitor's live session, or a new one. */
@@ -477,9 +435,6 @@ export class ChatService {
     });
   }
 
-  #publish(event: Omit<AnswerEvent, 'created_at'>): void {
-    this.#options.events.publish('answer', { ...event, created_at: this.#now().toISOString() });
-  }
 }
 
 function parseSources(text: string | null): Source[] {
@@ -490,23 +445,4 @@ function parseSources(text: string | null): Source[] {
   } catch {
     return [];
   }
-}
-
-/** What the visitor is told, and what is stored on the message, when an answer fails. */
-function describeFailure(error: unknown, ceiling: AbortSignal): { status: number; code: string; userMessage: string; logMessage: string } {
-  if (ceiling.aborted) {
-    return {
-      status: 504,
-      code: 'answer_timeout',
-      userMessage: 'The assistant took too long to answer. Please try again with a shorter question or wait a moment.',
-      logMessage: `No answer within ${ANSWER_CEILING_MS / 1000} s`,
-    };
-  }
-  const detail = error instanceof Error ? error.message : String(error);
-  return {
-    status: 502,
-    code: 'provider_error',
-    userMessage: 'The assistant could not answer right now. Please try again in a moment.',
-    logMessage: detail,
-  };
 }

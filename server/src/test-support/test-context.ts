@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../app.ts';
-import { realSleep, type Clock } from '../clock.ts';
+import { realDeadline, realSleep, timeoutError, type Clock } from '../clock.ts';
 import { loadEnv } from '../config/env.ts';
 import { createDeps, type Deps } from '../deps.ts';
 
@@ -101,35 +101,41 @@ export async function signIn(app: FastifyInstance, admin = ADMIN): Promise<strin
 }
 
 /**
- * A clock tests move by hand. With `autoAdvance` (the default) a sleep moves
- * the clock forward by its length and resolves at once, so code that waits
- * (poll intervals, back-off, rate gates) runs without real waiting; without
- * it, sleepers wait until `advance()` or `set()` passes their deadline.
+ * A clock tests move by hand: it reads `start` until moved. With
+ * `autoAdvance` (the default) a sleep moves the clock forward by its length
+ * and resolves at once, so code that waits (poll intervals, back-off, rate
+ * gates) runs without real waiting; without it, sleepers wait until
+ * `advance()` or `set()` passes their time. Deadlines fire whenever the
+ * clock passes them, however it was moved.
  */
 export function manualClock(start = new Date('2026-03-13T15:00:00Z'), options: { autoAdvance?: boolean } = {}) {
   const autoAdvance = options.autoAdvance ?? true;
   let now = start.getTime();
-  let sleepers: { until: number; resolve: () => void }[] = [];
+  let waiters: { until: number; fire: () => void }[] = [];
   const wake = () => {
-    const due = sleepers.filter((sleeper) => sleeper.until <= now);
-    sleepers = sleepers.filter((sleeper) => sleeper.until > now);
-    for (const sleeper of due) sleeper.resolve();
+    const due = waiters.filter((waiter) => waiter.until <= now);
+    waiters = waiters.filter((waiter) => waiter.until > now);
+    for (const waiter of due) waiter.fire();
+  };
+  const moveTo = (time: number) => {
+    now = time;
+    wake();
   };
   const clock: Clock = {
     now: () => new Date(now),
     sleep(ms, signal) {
       signal?.throwIfAborted();
       if (autoAdvance) {
-        now += Math.max(0, ms);
+        moveTo(now + Math.max(0, ms));
         return new Promise((resolve) => setImmediate(resolve));
       }
       return new Promise((resolve, reject) => {
-        const sleeper = { until: now + Math.max(0, ms), resolve };
-        sleepers.push(sleeper);
+        const waiter = { until: now + Math.max(0, ms), fire: () => resolve() };
+        waiters.push(waiter);
         signal?.addEventListener(
           'abort',
           () => {
-            sleepers = sleepers.filter((other) => other !== sleeper);
+            waiters = waiters.filter((other) => other !== waiter);
             reject(signal.reason);
           },
           { once: true },
@@ -137,21 +143,26 @@ export function manualClock(start = new Date('2026-03-13T15:00:00Z'), options: {
         wake();
       });
     },
+    deadline(ms) {
+      const controller = new AbortController();
+      const waiter = { until: now + ms, fire: () => controller.abort(timeoutError()) };
+      waiters.push(waiter);
+      wake();
+      return { signal: controller.signal, clear: () => (waiters = waiters.filter((other) => other !== waiter)) };
+    },
   };
   return {
     clock,
-    /** Moves the clock forward and wakes the sleepers whose time has come. */
+    /** Moves the clock forward, waking the sleepers and firing the deadlines whose time has come. */
     advance(ms: number) {
-      now += ms;
-      wake();
+      moveTo(now + ms);
     },
     set(date: Date) {
-      now = date.getTime();
-      wake();
+      moveTo(date.getTime());
     },
-    /** How many sleeps are waiting (without autoAdvance). */
-    get sleeping() {
-      return sleepers.length;
+    /** How many sleeps and deadlines are waiting. */
+    get waiting() {
+      return waiters.length;
     },
   };
 }
@@ -164,7 +175,7 @@ export function manualClock(start = new Date('2026-03-13T15:00:00Z'), options: {
 export function minuteStartClock(): Clock {
   const now = Date.now();
   const offset = 60_000 - (now % 60_000);
-  return { now: () => new Date(Date.now() + offset), sleep: realSleep };
+  return { now: () => new Date(Date.now() + offset), sleep: realSleep, deadline: realDeadline };
 }
 
 /** Uploads a file to the assistant's vector store through the admin API. */

@@ -85,17 +85,23 @@ export class LocalProvider implements AssistantProvider {
       await this.#work(threadId, runId);
       run = (await queries.findRun(this.#db, threadId, runId))!;
     }
-    const state: RunState = {
-      id: run.id,
-      status: run.status as RunStatus,
-      error: run.error,
-      usage: { prompt_tokens: run.prompt_tokens, completion_tokens: run.completion_tokens, total_tokens: run.prompt_tokens + run.completion_tokens },
-    };
+    const state = runStateOf(run);
     call.response(state);
     return state;
   }
 
-  async listMessages(call: ProviderCall, threadId: string, runId: string): Promise<Answer> {
+  async cancelRun(call: ProviderCall, threadId: string, runId: string): Promise<RunState> {
+    call.request({ thread_id: threadId, run_id: runId });
+    await queries.cancelRun(this.#db, runId);
+    const run = await queries.findRun(this.#db, threadId, runId);
+    if (!run) throw new ProviderError(`No run ${runId} on thread ${threadId}`, { status: 404 });
+    const state = runStateOf(run);
+    call.response(state);
+    return state;
+  }
+
+  async listMessages(call: ProviderCall, threadId: string, run: RunState): Promise<Answer> {
+    const runId = run.id;
     call.request({ thread_id: threadId, run_id: runId, role: 'assistant' });
     const message = await queries.answerOfRun(this.#db, threadId, runId);
     if (!message) throw new ProviderError(`Run ${runId} has no answer`, { status: 404 });
@@ -187,4 +193,13 @@ export class LocalProvider implements AssistantProvider {
   async #requireThread(threadId: string): Promise<void> {
     if (!(await queries.findThread(this.#db, threadId))) throw new ProviderError(`No thread ${threadId}`, { status: 404 });
   }
+}
+
+function runStateOf(run: queries.RunRow): RunState {
+  return {
+    id: run.id,
+    status: run.status as RunStatus,
+    error: run.error,
+    usage: { prompt_tokens: run.prompt_tokens, completion_tokens: run.completion_tokens, total_tokens: run.prompt_tokens + run.completion_tokens },
+  };
 }

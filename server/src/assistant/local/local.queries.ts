@@ -35,6 +35,12 @@ export const insertRun = (db: Db, run: { id: string; thread_id: string; status: 
 export const findRun = (db: Db, threadId: string, runId: string) =>
   db.selectFrom('local_runs').selectAll().where('id', '=', runId).where('thread_id', '=', threadId).executeTakeFirst();
 
+export type RunRow = NonNullable<Awaited<ReturnType<typeof findRun>>>;
+
+/** Stops a run that has not been answered yet. */
+export const cancelRun = (db: Db, runId: string) =>
+  db.updateTable('local_runs').set({ status: 'cancelled', error: 'The assistant run was cancelled' }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
+
 export const completeRun = (db: Db, runId: string, usage: { prompt_tokens: number; completion_tokens: number }) =>
   db.updateTable('local_runs').set({ status: 'completed', ...usage }).where('id', '=', runId).where('status', '=', 'queued').executeTakeFirst();
 

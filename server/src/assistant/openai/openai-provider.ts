@@ -50,8 +50,6 @@ export class OpenAIProvider implements AssistantProvider {
 
   readonly #client: OpenAI;
   readonly #options: OpenAIProviderOptions;
-  /** Runs made with `last_messages` truncation: their answer is added to the conversation by hand. */
-  readonly #detachedRuns = new Map<string, { threadId: string; response?: ResponseObject }>();
 
   constructor(options: OpenAIProviderOptions) {
     this.#options = options;
@@ -100,7 +98,6 @@ export class OpenAIProvider implements AssistantProvider {
     call.request(body);
     const { data, response } = await wrap(() => this.#client.responses.create(body).withResponse());
     call.response(data, response.headers);
-    if (settings.truncation.type === 'last_messages') this.#detachedRuns.set(data.id, { threadId });
     return runState(data);
   }
 
@@ -108,16 +105,20 @@ export class OpenAIProvider implements AssistantProvider {
     call.request({ response_id: runId });
     const { data, response } = await wrap(() => this.#client.responses.retrieve(runId).withResponse());
     call.response(data, response.headers);
-    const detached = this.#detachedRuns.get(runId);
-    if (detached) detached.response = data;
     return runState(data);
   }
 
-  async listMessages(call: ProviderCall, threadId: string, runId: string): Promise<Answer> {
-    const detached = this.#detachedRuns.get(runId);
-    if (detached?.response) {
-      this.#detachedRuns.delete(runId);
-      const answer = answerFromOutput(detached.response);
+  async cancelRun(call: ProviderCall, _threadId: string, runId: string): Promise<RunState> {
+    call.request({ response_id: runId, action: 'cancel' });
+    const { data, response } = await wrap(() => this.#client.responses.cancel(runId).withResponse());
+    call.response(data, response.headers);
+    return runState(data);
+  }
+
+  async listMessages(call: ProviderCall, threadId: string, run: RunState): Promise<Answer> {
+    if (run.output) {
+      // A run on the last N messages answered outside the conversation: the answer joins it here, so the thread stays whole.
+      const answer = run.output;
       const body = { items: [{ type: 'message' as const, role: 'assistant' as const, content: answer.text }] };
       call.request({ conversation_id: threadId, ...body });
       const { data, response } = await wrap(() => this.#client.conversations.items.create(threadId, body).withResponse());
@@ -270,7 +271,9 @@ function runState(response: ResponseObject): RunState {
   const usage = response.usage
     ? { prompt_tokens: response.usage.input_tokens, completion_tokens: response.usage.output_tokens, total_tokens: response.usage.total_tokens }
     : null;
-  return { id: response.id, status, error, usage };
+  // A run made without the conversation carries its answer itself (see listMessages).
+  const output = status === 'completed' && !response.conversation ? answerFromOutput(response) : null;
+  return { id: response.id, status, error, usage, output };
 }
 
 type MessageContent = Extract<ConversationItem, { type: 'message' }>['content'];

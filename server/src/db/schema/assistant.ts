@@ -5,6 +5,8 @@ export interface ProviderLogTable {
   id: Generated<number>;
   session_id: string | null;
   public_chat_message_id: number | null;
+  /** Set when the call was made for an ask command rather than a public chat question. */
+  ask_command_id: number | null;
   client_ip: string | null;
   user_agent: string | null;
   /** For vector store calls: which operation (list_stores, upload_file, …). */

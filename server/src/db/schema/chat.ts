@@ -46,6 +46,15 @@ export interface PublicChatMessageTable {
   client_message_id: string | null;
   sources: string | null;
   error: string | null;
+  /** The thread the question was asked on, and the provider's id of the question in it (for resuming). */
+  thread_id: string | null;
+  provider_message_id: string | null;
+  /** The pipeline step reached (DESIGN §6). */
+  step: string | null;
+  attempts: Generated<number>;
+  /** The process answering it, and until when its claim holds (DESIGN §9). */
+  owner: string | null;
+  lease_expires_at: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -1,3 +1,4 @@
+import type { AskCommandFeedbackTable, AskCommandTable, DiscordMessageTable, UserTable } from './ask.ts';
 import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable } from './admin.ts';
 import type {
   LocalFileTable,
@@ -49,6 +50,11 @@ export interface DB {
   local_runs: LocalRunTable;
   local_vector_stores: LocalVectorStoreTable;
   local_files: LocalFileTable;
+
+  users: UserTable;
+  ask_commands: AskCommandTable;
+  ask_command_feedback: AskCommandFeedbackTable;
+  discord_messages: DiscordMessageTable;
 
   crawler_runs: CrawlerRunTable;
   crawler_events: CrawlerEventTable;

@@ -1,0 +1,300 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AskProgress, AssistantService, CallContext, ProviderAskStep } from '../assistant/assistant.service.ts';
+import { ProviderError, type Answer, type RunOverrides, type RunSettings, type RunState, type TokenUsage } from '../assistant/provider.ts';
+import type { Clock } from '../clock.ts';
+import type { ConfigService } from '../config/config.service.ts';
+import { AppError, serviceUnavailable } from '../errors.ts';
+import type { AnswerEvent, EventBus } from '../events.ts';
+
+/** Where a question came from. */
+export type AskOrigin = 'public_chat' | 'admin_chat' | 'discord';
+
+/** The steps of DESIGN §6 a question goes through. */
+export type AskStep = 'enqueue' | ProviderAskStep | 'feedback_open' | 'feedback_closed';
+
+/** The longest wait for one answer: below the browser's 120 s timeout, so the visitor gets a clear error first (DESIGN §7). */
+export const ANSWER_CEILING_MS = 110_000;
+/** A row being answered is held this long after its owner last renewed it (DESIGN §9). */
+export const LEASE_MS = 15_000;
+/** How often an owner renews its leases and looks for abandoned rows (DESIGN §9). */
+export const LEASE_RENEW_MS = 5_000;
+
+export const ASK_ERRORS = {
+  paused: 'The concierge is taking a break. Please try again in a little while.',
+  busy: 'The concierge is very busy right now. Please try again in a moment.',
+  timeout: 'The assistant took too long to answer. Please try again with a shorter question or wait a moment.',
+  providerError: 'The assistant could not answer right now. Please try again in a moment.',
+  /** Stored on a question whose process stopped while answering it and that could not be resumed. */
+  interrupted: 'The answer was interrupted by a server restart. Please ask again.',
+} as const;
+
+/** Who asked, as the answer event (and the Watch feed) tells it. */
+export interface Asker {
+  origin: AskOrigin;
+  sessionId?: string | null;
+  messageId?: number | null;
+  askCommandId?: number | null;
+  userId?: string | null;
+  username?: string | null;
+  globalName?: string | null;
+  interactionId?: string | null;
+  context?: string | null;
+  /** A whisper: only the asker sees the answer. */
+  private?: boolean;
+}
+
+/** One question for the pipeline. */
+export interface AskJob {
+  asker: Asker;
+  prompt: string;
+  /** Provider ids stored so far: a resumed question continues from them. */
+  progress: AskProgress;
+  settings: RunSettings;
+  /** Who the provider calls are logged for. */
+  log: CallContext;
+  /** How long the answer may take from now (default ANSWER_CEILING_MS). */
+  ceilingMs?: number;
+}
+
+export interface AnswerOutcome {
+  threadId: string;
+  runId: string;
+  runStatus: string;
+  answer: Answer;
+  usage: TokenUsage;
+  processingMs: number;
+  finishedAt: Date;
+}
+
+export interface AnswerFailure {
+  /** HTTP status and stable code for fronts that answer over HTTP. */
+  status: number;
+  code: string;
+  /** What the person asking is told. */
+  userMessage: string;
+  /** What is stored on the row and logged. */
+  logMessage: string;
+  threadId: string | null;
+  runId: string | null;
+  runStatus: string | null;
+  usage: TokenUsage;
+  processingMs: number;
+  finishedAt: Date;
+}
+
+/**
+ * Stores a question's progress and outcome: each front (public chat,
+ * Discord) supplies its own. Every call happens before the pipeline moves
+ * on, so what is stored is always where the question is.
+ */
+export interface AskRecorder {
+  step(step: AskStep): Promise<void>;
+  threadCreated(threadId: string): Promise<void>;
+  messageCreated(messageId: string): Promise<void>;
+  runCreated(run: RunState): Promise<void>;
+  completed(outcome: AnswerOutcome): Promise<void>;
+  failed(failure: AnswerFailure): Promise<void>;
+}
+
+/** Thrown by `answer` when the question could not be answered; carries what was stored. */
+export class AskFailedError extends AppError {
+  readonly failure: AnswerFailure;
+  constructor(failure: AnswerFailure, cause: unknown) {
+    super(failure.status, failure.code, failure.userMessage, { cause });
+    this.failure = failure;
+  }
+}
+
+/** A place under the concurrency cap, held while one question is answered. */
+export interface Slot {
+  release(): void;
+}
+
+export interface AskPipelineOptions {
+  assistant: AssistantService;
+  clock: Clock;
+  config: ConfigService;
+  events: EventBus;
+  logger: Logger;
+  /** Questions answered at once in this process; beyond it, `acquire` refuses. */
+  maxConcurrentRuns: number;
+}
+
+const NO_USAGE: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+/**
+ * The one way a question becomes an answer, whichever front it came from
+ * (public chat, an operator's test question, Discord): the paused policy,
+ * the concurrency cap, the answer ceiling, the provider call in two
+ * resumable halves, what a failure means to the person asking, and the
+ * answer event. Storage is the front's, through its AskRecorder.
+ */
+export class AskPipeline {
+  /** This process's identity as the owner of the rows it answers (DESIGN §9); new at every start. */
+  readonly owner = `proc_${randomBytes(9).toString('base64url')}`;
+  readonly #options: AskPipelineOptions;
+  #running = 0;
+
+  constructor(options: AskPipelineOptions) {
+    this.#options = options;
+  }
+
+  /** The run settings of the current configuration, with a user's overrides where set. */
+  runSettings(overrides?: RunOverrides): RunSettings {
+    return this.#options.assistant.runSettings(overrides);
+  }
+
+  /** Questions being answered now in this process. */
+  get running(): number {
+    return this.#running;
+  }
+
+  get capacity(): number {
+    return this.#options.maxConcurrentRuns;
+  }
+
+  /** When a lease taken or renewed now runs out (ISO). */
+  leaseUntil(): string {
+    return new Date(this.#options.clock.now().getTime() + LEASE_MS).toISOString();
+  }
+
+  /**
+   * Refuses with 503 while paused; priority users (a Discord flag) are let
+   * through, since operators pause to keep a quiet bot for a chosen few.
+   */
+  checkOpen(options: { priority?: boolean } = {}): void {
+    if (this.#options.config.get().paused && !options.priority) throw serviceUnavailable(ASK_ERRORS.paused, 'paused');
+  }
+
+  /** A place under the concurrency cap, or null when every place is taken. */
+  tryAcquire(): Slot | null {
+    if (this.#running >= this.#options.maxConcurrentRuns) return null;
+    this.#running++;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#running--;
+      },
+    };
+  }
+
+  /** A place under the concurrency cap, or a 503 `busy` (DESIGN §9 "Busy"). */
+  acquire(): Slot {
+    const slot = this.tryAcquire();
+    if (!slot) {
+      throw new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5' } });
+    }
+    return slot;
+  }
+
+  /**
+   * Answers the job within its ceiling, storing every step and the outcome
+   * through `recorder`, then publishes the answer event. The slot is
+   * released when it ends. Throws AskFailedError (already stored) when no
+   * answer came.
+   */
+  async answer(slot: Slot, job: AskJob, recorder: AskRecorder): Promise<AnswerOutcome> {
+    const { assistant, clock } = this.#options;
+    const started = clock.now().getTime();
+    const ceiling = clock.deadline(job.ceilingMs ?? ANSWER_CEILING_MS);
+    const progress: AskProgress = { ...job.progress };
+    let run: RunState | null = null;
+    const hooks = {
+      step: (step: ProviderAskStep) => recorder.step(step),
+      threadCreated: async (threadId: string) => {
+        progress.threadId = threadId;
+        await recorder.threadCreated(threadId);
+      },
+      messageCreated: async (messageId: string) => {
+        progress.messageId = messageId;
+        await recorder.messageCreated(messageId);
+      },
+      runCreated: async (created: RunState) => {
+        run = created;
+        progress.runId = created.id;
+        await recorder.runCreated(created);
+      },
+    };
+    const options = { signal: ceiling.signal, hooks, settings: job.settings };
+    try {
+      let threadId = progress.threadId;
+      let target: RunState | string;
+      if (progress.runId && threadId) {
+        target = progress.runId;
+      } else {
+        const startedRun = await assistant.start(job.log, job.prompt, progress, options);
+        threadId = startedRun.threadId;
+        target = startedRun.run;
+      }
+      const result = await assistant.finish(job.log, threadId!, target, options);
+      const finishedAt = clock.now();
+      const outcome: AnswerOutcome = { ...result, processingMs: finishedAt.getTime() - started, finishedAt };
+      await recorder.completed(outcome);
+      this.#publish(job, { state: 'completed', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
+      return outcome;
+    } catch (error) {
+      const finishedAt = clock.now();
+      const lastRun = run as RunState | null;
+      const failure: AnswerFailure = {
+        ...describeFailure(error, ceiling.signal, job.ceilingMs ?? ANSWER_CEILING_MS),
+        threadId: progress.threadId,
+        runId: lastRun?.id ?? progress.runId,
+        runStatus: error instanceof ProviderError && error.runStatus ? error.runStatus : (lastRun?.status ?? null),
+        usage: error instanceof ProviderError && error.usage ? error.usage : NO_USAGE,
+        processingMs: finishedAt.getTime() - started,
+        finishedAt,
+      };
+      this.#options.logger.warn({ err: error, origin: job.asker.origin, sessionId: job.asker.sessionId, askCommandId: job.asker.askCommandId }, 'answer failed');
+      await recorder.failed(failure);
+      this.#publish(job, { state: 'failed', response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
+      throw new AskFailedError(failure, error);
+    } finally {
+      ceiling.clear();
+      slot.release();
+    }
+  }
+
+  #publish(
+    job: AskJob,
+    result: { state: string; response: string | null; error: string | null; threadId: string | null; runId: string | null; runStatus: string | null; usage: TokenUsage; processingMs: number; at: Date },
+  ): void {
+    const { asker } = job;
+    const event: AnswerEvent = {
+      source: asker.origin,
+      session_id: asker.sessionId ?? null,
+      message_id: asker.messageId ?? null,
+      ask_command_id: asker.askCommandId ?? null,
+      user_id: asker.userId ?? null,
+      username: asker.username ?? null,
+      global_name: asker.globalName ?? null,
+      interaction_id: asker.interactionId ?? null,
+      context: asker.context ?? null,
+      private: asker.private ?? false,
+      prompt: job.prompt,
+      response: result.response,
+      error: result.error,
+      state: result.state,
+      run_id: result.runId,
+      run_status: result.runStatus,
+      thread_id: result.threadId,
+      prompt_tokens: result.usage.prompt_tokens,
+      completion_tokens: result.usage.completion_tokens,
+      total_tokens: result.usage.total_tokens,
+      processing_duration_ms: result.processingMs,
+      created_at: result.at.toISOString(),
+    };
+    this.#options.events.publish('answer', event);
+  }
+}
+
+/** What the person asking is told, and what is stored, when an answer fails. */
+export function describeFailure(error: unknown, ceiling: AbortSignal, ceilingMs: number): { status: number; code: string; userMessage: string; logMessage: string } {
+  if (ceiling.aborted) {
+    return { status: 504, code: 'answer_timeout', userMessage: ASK_ERRORS.timeout, logMessage: `No answer within ${Math.round(ceilingMs / 1000)} s` };
+  }
+  const detail = error instanceof Error ? error.message : String(error);
+  return { status: 502, code: 'provider_error', userMessage: ASK_ERRORS.providerError, logMessage: detail };
+}

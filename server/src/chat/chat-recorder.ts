@@ -1,0 +1,153 @@
+import type { Logger } from 'pino';
+import type { RunState } from '../assistant/provider.ts';
+import type { AnswerFailure, AnswerOutcome, AskRecorder, AskStep } from '../ask/ask-pipeline.ts';
+import type { Clock } from '../clock.ts';
+import type { Database } from '../db/database.ts';
+import * as queries from './chat.queries.ts';
+
+export interface QuestionRef {
+  /** The question's row (role user); its answer is stored on it and as an assistant row. */
+  messageId: number;
+  sessionId: string;
+  clientIp: string | null;
+  userAgent: string | null;
+  /** When the visitor's request arrived, for the response latency. */
+  receivedAt: number;
+}
+
+/**
+ * Stores a public chat question's progress and outcome for the ask
+ * pipeline: the ids it reaches (so a restart can resume it), then the answer
+ * on the question's row and as an assistant row, the session's totals and
+ * the Status counters — all in one transaction, and only while this
+ * process still owns the question.
+ */
+export class PublicChatRecorder implements AskRecorder {
+  readonly #database: Database;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #owner: string;
+  readonly #question: QuestionRef;
+
+  constructor(options: { database: Database; clock: Clock; logger: Logger; owner: string; question: QuestionRef }) {
+    this.#database = options.database;
+    this.#clock = options.clock;
+    this.#logger = options.logger;
+    this.#owner = options.owner;
+    this.#question = options.question;
+  }
+
+  #now = () => this.#clock.now().toISOString();
+
+  /** Steps are stored with the ids that end them (fewer writes on the hot path); nothing to store at their start. */
+  async step(_step: AskStep): Promise<void> {}
+
+  async threadCreated(threadId: string): Promise<void> {
+    const now = this.#now();
+    await this.#database.transaction(async (trx) => {
+      await queries.setThread(trx, this.#question.sessionId, threadId, now);
+      await queries.bumpCounters(trx, { thread_count: 1 });
+      await queries.updateOwnedMessage(trx, this.#question.messageId, this.#owner, { thread_id: threadId, step: 'creating_message', updated_at: now });
+    });
+  }
+
+  async messageCreated(messageId: string): Promise<void> {
+    await queries.updateOwnedMessage(this.#database.db, this.#question.messageId, this.#owner, {
+      provider_message_id: messageId,
+      step: 'creating_run',
+      updated_at: this.#now(),
+    });
+  }
+
+  async runCreated(run: RunState): Promise<void> {
+    await queries.updateOwnedMessage(this.#database.db, this.#question.messageId, this.#owner, {
+      run_id: run.id,
+      run_status: run.status,
+      step: 'polling_run',
+      updated_at: this.#now(),
+    });
+  }
+
+  async completed(outcome: AnswerOutcome): Promise<void> {
+    const { sessionId, messageId, clientIp, userAgent } = this.#question;
+    const finishedAt = outcome.finishedAt.toISOString();
+    const latency = outcome.finishedAt.getTime() - this.#question.receivedAt;
+    const sources = JSON.stringify(outcome.answer.sources);
+    const usage = outcome.usage;
+    const common = {
+      run_id: outcome.runId,
+      run_status: outcome.runStatus,
+      ...usage,
+      processing_duration_ms: outcome.processingMs,
+      response_latency_ms: latency,
+      sources,
+    };
+    await this.#database.transaction(async (trx) => {
+      const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
+        ...common,
+        response: outcome.answer.text,
+        state: 'completed',
+        step: 'list_message',
+        owner: null,
+        lease_expires_at: null,
+        updated_at: finishedAt,
+      });
+      if (!owned) {
+        this.#logger.warn({ messageId }, 'another process took this question over; its answer is not stored twice');
+        return;
+      }
+      await queries.insertMessage(trx, {
+        session_id: sessionId,
+        role: 'assistant',
+        content: outcome.answer.text,
+        state: 'completed',
+        client_ip: clientIp,
+        user_agent: userAgent,
+        openai_message_id: outcome.answer.messageId,
+        ...common,
+        now: finishedAt,
+      });
+      await queries.recordExchangeOnSession(trx, sessionId, { ...usage, error: null }, finishedAt);
+      await queries.bumpCounters(trx, {
+        message_count: 1,
+        'state:processing': -1,
+        'state:completed': 2,
+        [`run_status:${outcome.runStatus}`]: 1,
+        prompt_tokens: usage.prompt_tokens,
+        completion_tokens: usage.completion_tokens,
+        total_tokens: usage.total_tokens,
+        processing_ms_sum: outcome.processingMs,
+        processing_count: 1,
+      });
+    });
+  }
+
+  async failed(failure: AnswerFailure): Promise<void> {
+    const { sessionId, messageId } = this.#question;
+    const finishedAt = failure.finishedAt.toISOString();
+    await this.#database.transaction(async (trx) => {
+      const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
+        state: 'failed',
+        error: failure.logMessage,
+        run_id: failure.runId,
+        run_status: failure.runStatus,
+        ...failure.usage,
+        processing_duration_ms: failure.processingMs,
+        response_latency_ms: failure.finishedAt.getTime() - this.#question.receivedAt,
+        owner: null,
+        lease_expires_at: null,
+        updated_at: finishedAt,
+      });
+      if (!owned) return;
+      await queries.recordExchangeOnSession(trx, sessionId, { ...failure.usage, error: failure.logMessage }, finishedAt);
+      await queries.bumpCounters(trx, {
+        'state:processing': -1,
+        'state:failed': 1,
+        ...(failure.runStatus ? { [`run_status:${failure.runStatus}`]: 1 } : {}),
+        prompt_tokens: failure.usage.prompt_tokens,
+        completion_tokens: failure.usage.completion_tokens,
+        total_tokens: failure.usage.total_tokens,
+      });
+    });
+  }
+}
