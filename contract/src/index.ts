@@ -5,3 +5,5 @@ export * from './duration.ts';
 export * from './errors.ts';
 export * from './health.ts';
 export * from './lists.ts';
+export * from './users.ts';
+export * from './people-time.ts';

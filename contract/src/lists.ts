@@ -128,11 +128,21 @@ export const PublicChatRateLimitsQuerySchema = ListQuerySchema.extend({
   limited: BooleanParam.optional(),
 });
 
-/** The five AI call logs; `message_id` is the screen's name for `public_chat_message_id`. */
+/** Which front the calls of a log were made for. */
+export const LOG_ORIGINS = ['public_chat', 'ask_command', 'all'] as const;
+export type LogOrigin = (typeof LOG_ORIGINS)[number];
+
+/**
+ * The five AI call logs; `message_id` is the screen's name for
+ * `public_chat_message_id`. They show the public chat's calls unless
+ * `origin` (or an ask command id) asks for the Discord side's.
+ */
 export const ProviderLogsQuerySchema = ListQuerySchema.extend({
   session_id: IdText,
   public_chat_message_id: z.coerce.number('must be a message id').int().positive().optional(),
   message_id: z.coerce.number('must be a message id').int().positive().optional(),
+  ask_command_id: z.coerce.number('must be an ask command id').int().positive().optional(),
+  origin: z.enum(LOG_ORIGINS, 'must be public_chat, ask_command or all').optional(),
   client_ip: IdText,
   has_error: BooleanParam.optional(),
 });
@@ -221,6 +231,7 @@ export const ProviderLogSchema = z.object({
   id: z.number(),
   session_id: z.string().nullable(),
   public_chat_message_id: z.number().nullable(),
+  ask_command_id: z.number().nullable(),
   client_ip: z.string().nullable(),
   user_agent: z.string().nullable(),
   request_started: z.string(),

@@ -15,6 +15,8 @@ import { registerConfigRoutes } from './config/config.routes.ts';
 import type { TrustProxy } from './config/env.ts';
 import type { Deps } from './deps.ts';
 import { registerHealthRoutes } from './health/health.routes.ts';
+import { registerAskRoutes } from './ask/ask.routes.ts';
+import { registerUserRoutes } from './users/users.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
 import { registerSecurityHooks } from './http/security.ts';
 import { registerWebApp } from './http/web-app.ts';
@@ -108,6 +110,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await registerAssistantRoutes(app, deps.assistant);
   registerMonitoringRoutes(app, deps);
   registerCrawlerRoutes(app, deps);
+  registerUserRoutes(app, deps.users);
+  registerAskRoutes(app, { askCommands: deps.askCommands, timeZone: deps.timeZone });
   registerControlRoutes(app, { status: deps.status, auth: deps.auth, metricsToken: env.METRICS_TOKEN, requestShutdown: () => deps.requestShutdown() });
   app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
 

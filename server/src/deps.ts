@@ -3,7 +3,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pino from 'pino';
 import { StatusService } from './admin/status.service.ts';
+import { AskCommandService } from './ask/ask-commands.service.ts';
 import { AskPipeline } from './ask/ask-pipeline.ts';
+import { AskWorker } from './ask/ask-worker.ts';
 import { LeaseKeeper } from './ask/lease-keeper.ts';
 import { AssistantService } from './assistant/assistant.service.ts';
 import { LocalProvider } from './assistant/local/local-provider.ts';
@@ -25,6 +27,8 @@ import { EventBus } from './events.ts';
 import { Housekeeping } from './housekeeping/housekeeping.ts';
 import type { HealthSources } from './health/health.routes.ts';
 import { Loggers } from './logging.ts';
+import { UsersService } from './users/users.service.ts';
+import { formatPeopleTime } from '@concierge/contract';
 
 /** Everything the HTTP app and the background workers are built from. */
 export interface Deps {
@@ -41,6 +45,10 @@ export interface Deps {
   /** Renews this process's leases and takes over a stopped process's work; started by startServer, not by tests. */
   leases: LeaseKeeper;
   chat: ChatService;
+  users: UsersService;
+  askCommands: AskCommandService;
+  /** Answers queued ask commands; started by startServer, not by tests (which call `drain()`). */
+  askWorker: AskWorker;
   crawler: CrawlerService;
   status: StatusService;
   /** Asks the process to shut down gracefully (the console's Kill); main.ts sets it. */
@@ -116,6 +124,18 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       fetch: options.fetch,
     });
     leases.register(chat);
+    const users = new UsersService({ database, clock, config });
+    const askCommands = new AskCommandService({
+      database,
+      clock,
+      config,
+      users,
+      pipeline,
+      formatTime: (iso) => formatPeopleTime(iso, crawler.timeZone()),
+    });
+    const askWorker = new AskWorker({ database, clock, config, logger: loggers.get('assistant'), pipeline, users });
+    askCommands.onQueued = () => askWorker.poke();
+    leases.register(askWorker);
     const crawler = new CrawlerService({
       database,
       clock,
@@ -134,7 +154,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       usesOpenAI(env) && !turnstileConfigured(env)
         ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
         : [];
-    const status = new StatusService({ database, clock, config, crawler, timeZone: () => crawler.timeZone(), warnings }, events);
+    const status = new StatusService({ database, clock, config, crawler, users, askCommands, timeZone: () => crawler.timeZone(), warnings }, events);
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
       loggers
         .get('app')
@@ -156,6 +176,9 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       pipeline,
       leases,
       chat,
+      users,
+      askCommands,
+      askWorker,
       crawler,
       crawlerScheduler,
       housekeeping,
@@ -163,10 +186,11 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       requestShutdown: () => loggers.get('app').warn('shutdown requested, but this process has no shutdown handler'),
       lastRefresh: crawler,
       timeZone: () => crawler.timeZone(),
-      health: { queueSize: () => 0, discordGatewayConnected: () => false },
+      health: { queueSize: () => askCommands.queued(), discordGatewayConnected: () => false },
       sessionSecret,
       version: APP_VERSION,
       async close() {
+        await askWorker.stop();
         await leases.stop();
         await crawlerScheduler.stop();
         await housekeeping.stop();

@@ -26,6 +26,7 @@ export async function startServer(
     app = await buildApp(deps);
     await app.listen({ port: env.PORT, host: env.HOST });
     deps.leases.start();
+    deps.askWorker.start();
     if (options.runCrawler ?? true) deps.crawlerScheduler.start();
     deps.housekeeping.start();
   } catch (error) {

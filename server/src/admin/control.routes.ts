@@ -35,8 +35,6 @@ export function registerControlRoutes(app: FastifyInstance, deps: ControlDeps): 
     return { success: true, paused: false };
   });
   app.post('/api/clear_threads', { schema: { tags } }, async () => ({ success: true, cleared: await deps.status.clearThreads() }));
-  // Users arrive with the Discord bot; until then the list is empty.
-  app.post('/api/users/reload', { schema: { tags } }, async () => []);
   app.post('/api/quit', { schema: { tags } }, async (request, reply) => {
     request.log.warn({ admin: request.admin?.username }, 'shutdown requested from the console');
     reply.raw.once('finish', () => setImmediate(deps.requestShutdown));

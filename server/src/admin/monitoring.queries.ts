@@ -91,7 +91,7 @@ export const listRateLimits = (db: Db, filters: Page & { identifier?: string; cl
 export const listProviderLogs = (
   db: Db,
   step: Exclude<ProviderStep, 'vector_store'>,
-  filters: Page & { session_id?: string; message_id?: number; client_ip?: string; has_error?: boolean },
+  filters: Page & { session_id?: string; message_id?: number; ask_command_id?: number; origin: 'public_chat' | 'ask_command' | 'all'; client_ip?: string; has_error?: boolean },
 ) =>
   db
     .selectFrom(PROVIDER_LOG_TABLE[step])
@@ -99,6 +99,7 @@ export const listProviderLogs = (
       'id',
       'session_id',
       'public_chat_message_id',
+      'ask_command_id',
       'client_ip',
       'user_agent',
       'request_started',
@@ -112,6 +113,8 @@ export const listProviderLogs = (
     ])
     .$if(filters.session_id !== undefined, (qb) => qb.where(containsText('session_id', filters.session_id!)))
     .$if(filters.message_id !== undefined, (qb) => qb.where('public_chat_message_id', '=', filters.message_id!))
+    .$if(filters.ask_command_id !== undefined, (qb) => qb.where('ask_command_id', '=', filters.ask_command_id!))
+    .$if(filters.origin !== 'all', (qb) => qb.where(isPresent('ask_command_id', filters.origin === 'ask_command')))
     .$if(filters.client_ip !== undefined, (qb) => qb.where(containsText('client_ip', filters.client_ip!)))
     .$if(filters.has_error !== undefined, (qb) => qb.where(isPresent('error', filters.has_error!)))
     .$call(paged(filters, 'created_at'))

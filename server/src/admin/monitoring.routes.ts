@@ -85,6 +85,8 @@ export function registerMonitoringRoutes(
         const logs = await queries.listProviderLogs(db(), kind, {
           ...query,
           message_id: query.public_chat_message_id ?? query.message_id,
+          // An ask command id asks for that command's calls; otherwise the public chat's unless told.
+          origin: query.origin ?? (query.ask_command_id !== undefined ? 'ask_command' : 'public_chat'),
           range: dateRange(query, deps.timeZone()),
         });
         return { logs, returned_count: logs.length };

@@ -1,6 +1,8 @@
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
+import type { AskCommandService } from '../ask/ask-commands.service.ts';
 import type { CrawlerService } from '../crawler/crawler.service.ts';
+import type { UsersService } from '../users/users.service.ts';
 import type { Database } from '../db/database.ts';
 import { conflict } from '../errors.ts';
 import type { EventBus } from '../events.ts';
@@ -25,6 +27,8 @@ export interface StatusOptions {
   clock: Clock;
   config: ConfigService;
   crawler: CrawlerService;
+  users: UsersService;
+  askCommands: AskCommandService;
   timeZone: () => string;
   /** Set-up problems the Status screen shows as warnings. */
   warnings?: string[];
@@ -107,7 +111,7 @@ export class StatusService {
     const zone = timeZone();
     const today = zonedParts(now, zone);
     const todayStart = instantOf({ year: today.year, month: today.month, day: today.day }, zone).toISOString();
-    const crawlerCounters = await crawler.counters(true);
+    const [crawlerCounters, usersSeen, queued] = await Promise.all([crawler.counters(true), this.#options.users.count(), this.#options.askCommands.queued()]);
     return {
       paused: config.get().paused,
       warnings: this.#options.warnings ?? [],
@@ -116,10 +120,10 @@ export class StatusService {
       discord: { messages_handled: 0, connects: 0, disconnects: 0 },
       openai: { ...this.provider, run_status: { ...this.provider.run_status } },
       api_requests: Object.fromEntries([...this.apiRequests.entries()].sort(([a], [b]) => a.localeCompare(b))),
-      current_requests_queued: 0,
+      current_requests_queued: queued,
       uptime: this.uptimeText(),
       reports: {} as Record<string, number>,
-      users_seen: 0,
+      users_seen: usersSeen,
       crawler: { enabled: crawlerCounters.enabled, last_run: crawlerCounters.last_run, runs_triggered: crawlerCounters.runs_triggered },
       public_chat: await queries.publicChatFigures(this.#options.database, now.toISOString(), todayStart),
     };

@@ -164,7 +164,12 @@ export class AskPipeline {
    * through, since operators pause to keep a quiet bot for a chosen few.
    */
   checkOpen(options: { priority?: boolean } = {}): void {
-    if (this.#options.config.get().paused && !options.priority) throw serviceUnavailable(ASK_ERRORS.paused, 'paused');
+    if (!this.isOpen(options)) throw serviceUnavailable(ASK_ERRORS.paused, 'paused');
+  }
+
+  /** False while paused, except for priority users. */
+  isOpen(options: { priority?: boolean } = {}): boolean {
+    return !this.#options.config.get().paused || Boolean(options.priority);
   }
 
   /** A place under the concurrency cap, or null when every place is taken. */
