@@ -108,7 +108,7 @@ export class AskWorker implements LeasedWork {
     for (;;) {
       const started = await this.pass();
       if (this.#inFlight.size === 0 && started === 0) return;
-      await Promise.race([...this.#inFlight]);
+      if (this.#inFlight.size > 0) await Promise.race([...this.#inFlight]);
     }
   }
 
