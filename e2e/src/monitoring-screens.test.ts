@@ -114,6 +114,20 @@ describe('public chat monitoring screens', () => {
       await page.getByRole('heading', { name: title }).waitFor();
       await expect.poll(() => rows(page).count()).toBeGreaterThan(0);
     }
+    // The logs show the public chat's calls; the Origin filter shows a Discord ask command's.
+    const asked = await product.server.deps.askCommands.submit({ user: { id: '123456789012345678', username: 'attendee', global_name: 'Attendee' }, prompt: 'Where is Hall B?', whisper: false, type: 'ask' });
+    await product.server.deps.askWorker.drain();
+    await page.goto(`${product.url}/ui/admin/public_chat_openai_create_run`);
+    await expect.poll(() => rows(page).count()).toBe(15);
+    expect(await page.getByText(`Ask #${asked.command.id}`).count()).toBe(0);
+    await page.getByLabel('Origin').click();
+    await page.getByRole('option', { name: 'Discord (Ask Commands)' }).click();
+    await page.getByRole('button', { name: 'Apply Filters' }).click();
+    await expect.poll(() => rows(page).count()).toBe(1);
+    await page.getByText(`Ask #${asked.command.id}`).waitFor();
+    expect(page.url()).toContain('origin=ask_command');
+    await screenshot(page, 'log-origin-filter-desktop');
+
     await page.goto(`${product.url}/ui/admin/public_chat_openai_create_message?message_id=${failedId}`);
     await expect.poll(() => rows(page).count()).toBe(1);
     await rows(page).first().getByRole('button', { name: 'View Details' }).click();

@@ -170,7 +170,7 @@ describe('a server killed mid-answer', () => {
       expect(session.in_flight_since).toBeNull();
       const retry = await fetch(`${second.url}/public/chat/send`, { method: 'POST', headers: { 'content-type': 'application/json', cookie: visitor }, body: JSON.stringify(question) });
       expect(retry.status).toBe(200);
-      expect((await retry.json()).response).toBe(answered.response);
+      expect(((await retry.json()) as { response: string }).response).toBe(answered.response);
 
       if (database.dialect === 'sqlite') {
         const check = await sql<{ integrity_check: string }>`pragma integrity_check`.execute(db);

@@ -9,8 +9,20 @@ import { ErrorSuccessChip } from '../../components/StatusChip.tsx';
 import { Truncated } from '../../components/Truncated.tsx';
 
 const FILTERS: FilterDef[] = [
+  {
+    name: 'origin',
+    label: 'Origin',
+    type: 'select',
+    // The server shows the public chat's calls when no origin is given.
+    options: [
+      { value: '', label: 'Public Chat' },
+      { value: 'ask_command', label: 'Discord (Ask Commands)' },
+      { value: 'all', label: 'All' },
+    ],
+  },
   { name: 'session_id', label: 'Session ID', type: 'text' },
   { name: 'message_id', label: 'Message ID', type: 'text' },
+  { name: 'ask_command_id', label: 'Ask Command ID', type: 'text' },
   { name: 'client_ip', label: 'Client IP', type: 'text' },
   { name: 'has_error', label: 'Has Error', type: 'select', options: YES_NO_OPTIONS },
   { name: 'date_from', label: 'Date From', type: 'datetime' },
@@ -28,7 +40,7 @@ export function logDuration(log: Pick<ProviderLog, 'request_started' | 'request_
 const COLUMNS: ColumnDef<ProviderLog>[] = [
   { label: 'ID', render: (row) => row.id, narrow: true },
   { label: 'Session ID', render: (row) => <Truncated text={row.session_id} max={8} />, narrow: true },
-  { label: 'Message ID', render: (row) => row.public_chat_message_id ?? 'N/A', narrow: true },
+  { label: 'Message ID', render: (row) => row.public_chat_message_id ?? (row.ask_command_id ? `Ask #${row.ask_command_id}` : 'N/A'), narrow: true },
   { label: 'Client IP', render: (row) => row.client_ip ?? 'N/A', narrow: true },
   { label: 'Duration', render: (row) => logDuration(row), narrow: true },
   { label: 'Status', render: (row) => <ErrorSuccessChip error={row.error} />, narrow: true },
@@ -63,6 +75,7 @@ export default function ProviderLogsPage() {
             { label: 'ID', value: selected.id },
             { label: 'Session ID', value: selected.session_id },
             { label: 'Message ID', value: selected.public_chat_message_id },
+            { label: 'Ask Command ID', value: selected.ask_command_id },
             { label: 'Client IP', value: selected.client_ip },
             { label: 'User Agent', value: selected.user_agent },
             { label: 'Request Started', value: formatDateTime(selected.request_started) },
