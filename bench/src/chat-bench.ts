@@ -108,12 +108,12 @@ interface RoundFigures {
   answers: number;
   /** Share of the round the main thread (the server under test) was busy. */
   serverUtilization: number;
-  /** Busy time of the server's event loop per answer (ms): its own work, whatever the machine's load. */
-  serverBusyPerAnswer: number;
+  /** CPU time of the server's thread per answer (ms): its own work, which the machine's other load moves little. */
+  serverCpuPerAnswer: number;
   loadUtilization: number;
 }
 
-type Measured = RoundResult & { serverUtilization: number };
+type Measured = RoundResult & { serverUtilization: number; serverCpuMs: number };
 
 /** Nearest-rank percentile of unsorted values. */
 function percentile(values: number[], p: number): number {
@@ -130,7 +130,7 @@ function figures(result: Measured): RoundFigures {
     throughput: result.latencies.length / (result.elapsedMs / 1000),
     answers: result.latencies.length,
     serverUtilization: result.serverUtilization,
-    serverBusyPerAnswer: (result.serverUtilization * result.elapsedMs) / Math.max(1, result.latencies.length),
+    serverCpuPerAnswer: result.serverCpuMs / Math.max(1, result.latencies.length),
     loadUtilization: result.loadUtilization,
   };
 }
@@ -193,14 +193,16 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
     for (let round = 0; round < options.rounds; round++) {
       for (const side of ['product', 'bare'] as const) {
         const loopBefore = performance.eventLoopUtilization();
+        const cpuBefore = process.threadCpuUsage();
         const measured = await worker.round({ ...load, target: targets[side], questionsPerSession: options.questionsPerSession });
-        const result = { ...measured, serverUtilization: performance.eventLoopUtilization(loopBefore).utilization };
+        const cpu = process.threadCpuUsage(cpuBefore);
+        const result = { ...measured, serverUtilization: performance.eventLoopUtilization(loopBefore).utilization, serverCpuMs: (cpu.user + cpu.system) / 1000 };
         results[side].push(result);
         const f = figures(result);
         console.log(
           `      round ${round + 1} ${side.padEnd(7)} ${count(f.answers)} answers in ${(result.elapsedMs / 1000).toFixed(1)} s: ` +
             `p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, ${f.throughput.toFixed(1)} answers/s, ${Object.values(result.failures).reduce((a, b) => a + b, 0)} non-200, ` +
-            `event loops busy: server ${pct(f.serverUtilization)} (${ms(f.serverBusyPerAnswer)} per answer), load ${pct(f.loadUtilization)}`,
+            `event loops busy: server ${pct(f.serverUtilization)}, load ${pct(f.loadUtilization)}; server CPU ${ms(f.serverCpuPerAnswer)} per answer`,
         );
       }
     }
@@ -277,7 +279,7 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
         `rounds (answers/s): product ${roundList(p, 'throughput')}; bare ${roundList(b, 'throughput')}`,
         `event loops busy (median of rounds): server under test ${busy(p, 'serverUtilization')} product, ${busy(b, 'serverUtilization')} bare; ` +
           `load worker ${busy(p, 'loadUtilization')} / ${busy(b, 'loadUtilization')}`,
-        `server event loop busy per answer (median of rounds): product ${ms(median(p.rounds.map((f) => f.serverBusyPerAnswer)))}, bare ${ms(median(b.rounds.map((f) => f.serverBusyPerAnswer)))}`,
+        `CPU time of the server's thread per answer (median of rounds): product ${ms(median(p.rounds.map((f) => f.serverCpuPerAnswer)))}, bare ${ms(median(b.rounds.map((f) => f.serverCpuPerAnswer)))}`,
         `timed answers: product ${count(p.answers)} in ${count(p.sessions)} sessions; bare ${count(b.answers)} in ${count(b.sessions)} sessions`,
         `product database after all rounds (warm-up included): ${Object.entries(rows)
           .map(([table, n]) => `${table} ${count(n)}`)
