@@ -45,7 +45,7 @@ export function chatBenchOptions(args: string[]): ChatBenchOptions {
   for (const arg of args) {
     if (arg === 'quick') continue;
     const [name, value] = arg.split('=');
-    const key = keys[name ?? ''];
+    const key = name && Object.hasOwn(keys, name) ? keys[name] : undefined;
     const number = Number(value);
     if (!key || !Number.isInteger(number) || number < 0) throw new Error(`chat bench: unknown option "${arg}" (quick, ${Object.keys(keys).map((k) => `${k}=N`).join(', ')})`);
     options[key] = number;
