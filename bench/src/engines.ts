@@ -8,6 +8,7 @@ import pg from 'pg';
 import { buildApp } from '@concierge/server/src/app.ts';
 import { loadEnv } from '@concierge/server/src/config/env.ts';
 import { createDeps, type Deps } from '@concierge/server/src/deps.ts';
+import { startServer, type RunningServer } from '@concierge/server/src/server.ts';
 
 /** The product on a fresh database of one engine, driven through `inject()`. */
 export interface OpenProduct {
@@ -18,9 +19,18 @@ export interface OpenProduct {
   cleanup(): Promise<void>;
 }
 
+/** The whole product listening on a free port (as `npm start` runs it), on a fresh database of one engine. */
+export interface ServedProduct {
+  server: RunningServer;
+  /** Stops the server and removes its database. */
+  cleanup(): Promise<void>;
+}
+
 export interface Engine {
   name: 'SQLite' | 'PostgreSQL';
   open(): Promise<OpenProduct>;
+  /** `startServer` with these environment variables added (DATABASE_URL, PORT and LOG_LEVEL are set here). */
+  serve(env: Record<string, string>): Promise<ServedProduct>;
 }
 
 const ENV = { LOG_LEVEL: 'silent', CONVENTION_TIMEZONE: 'UTC' };
@@ -44,6 +54,17 @@ export function sqliteEngine(): Engine {
         },
       };
     },
+    async serve(env) {
+      const dir = mkdtempSync(path.join(tmpdir(), 'concierge-bench-'));
+      const server = await startServer({ ...ENV, ...env, PORT: '0', DATABASE_URL: `sqlite:${path.join(dir, 'bench.db')}` });
+      return {
+        server,
+        async cleanup() {
+          await server.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
   };
 }
 
@@ -63,6 +84,23 @@ export function postgresEngine(url: string): Engine {
           await app.close();
           await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(deps.database.db);
           await deps.close();
+        },
+      };
+    },
+    async serve(env) {
+      const schema = `bench_${randomBytes(4).toString('hex')}`;
+      const server = await startServer({ ...ENV, ...env, PORT: '0', DATABASE_URL: url }, { databaseSchema: schema });
+      return {
+        server,
+        async cleanup() {
+          await server.close();
+          const client = new pg.Client({ connectionString: url });
+          await client.connect();
+          try {
+            await client.query(`drop schema if exists "${schema}" cascade`);
+          } finally {
+            await client.end();
+          }
         },
       };
     },

@@ -10,12 +10,18 @@ export interface BenchResult {
   unit: string;
   /** value / baseline */
   ratio: number;
-  /** The ratio must not exceed this. */
-  maxRatio: number;
+  /** The ratio must not exceed this (times, sizes). */
+  maxRatio?: number;
+  /** The ratio must reach at least this (throughput). */
+  minRatio?: number;
   notes?: string[];
 }
 
-export const passed = (result: BenchResult) => result.ratio <= result.maxRatio;
+export const passed = (result: BenchResult) =>
+  (result.maxRatio === undefined || result.ratio <= result.maxRatio) && (result.minRatio === undefined || result.ratio >= result.minRatio);
+
+const targetText = (result: BenchResult) =>
+  [result.maxRatio !== undefined ? `≤ ${result.maxRatio}` : '', result.minRatio !== undefined ? `≥ ${result.minRatio}` : ''].filter(Boolean).join(' and ');
 
 export function formatResult(result: BenchResult): string {
   const fmt = (n: number) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toFixed(2));
@@ -23,7 +29,7 @@ export function formatResult(result: BenchResult): string {
     `${passed(result) ? 'PASS' : 'FAIL'}  ${result.name}`,
     `      ${result.measure}: ${fmt(result.value)} ${result.unit}`,
     `      baseline (${result.baselineMeasure}): ${fmt(result.baseline)} ${result.unit}`,
-    `      ratio ${result.ratio.toFixed(3)} (target ≤ ${result.maxRatio})`,
+    `      ratio ${result.ratio.toFixed(3)} (target ${targetText(result)})${passed(result) ? '' : ' — missed'}`,
     ...(result.notes ?? []).map((note) => `      ${note}`),
   ].join('\n');
 }

@@ -6,11 +6,13 @@
  *   npm run bench                 every benchmark
  *   npm run bench -- bundle       only those whose name contains "bundle"
  *   npm run bench -- lists sessions   the list benchmark on tables whose name contains "sessions"
+ *   npm run bench -- chat quick   the chat hot path with 20 sessions and short rounds (options: see chat-bench.ts)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureChatFirstLoad } from './bundle-size.ts';
+import { benchChat, chatBenchOptions } from './chat-bench.ts';
 import { formatResult, passed, type BenchResult } from './report.ts';
 import { availableEngines } from './engines.ts';
 import { benchLists } from './list-bench.ts';
@@ -31,6 +33,13 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     name: 'status',
     run: async () => {
       for (const engine of await availableEngines('/api/status')) report(await benchStatus(engine));
+    },
+  },
+  {
+    name: 'chat',
+    run: async () => {
+      const options = chatBenchOptions(process.argv.slice(3));
+      for (const engine of await availableEngines('the chat hot path')) await benchChat(engine, report, options);
     },
   },
   {
