@@ -265,17 +265,22 @@ export async function deleteOldChatRecords(db: Db, cutoffs: { spentTokensBefore:
 
 /**
  * Adds to the running totals the Status screen reads (public_chat_counters).
- * Call it in the transaction that writes the rows it counts.
+ * Call it in the transaction that writes the rows it counts. One statement
+ * for all the changes, keys in sorted order, so concurrent transactions lock
+ * the counter rows in the same order (no deadlocks on PostgreSQL) and an
+ * answer pays one round trip, not one per counter.
  */
 export async function bumpCounters(db: Db, deltas: Record<string, number>): Promise<void> {
-  for (const [name, delta] of Object.entries(deltas)) {
-    if (!delta) continue;
-    await db
-      .insertInto('public_chat_counters')
-      .values({ name, value: delta })
-      .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })))
-      .execute();
-  }
+  const rows = Object.entries(deltas)
+    .filter(([, delta]) => delta !== 0)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => ({ name, value }));
+  if (rows.length === 0) return;
+  await db
+    .insertInto('public_chat_counters')
+    .values(rows)
+    .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })))
+    .execute();
 }
 
 export const setCounter = (db: Db, name: string, value: number) =>
