@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { examplePromptList, withProductName } from '@concierge/contract';
 import { readFileSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
 import fastifyHelmet from '@fastify/helmet';
@@ -113,12 +114,21 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   await registerWebApp(app, {
     distDir: env.WEB_DIST_DIR,
-    values: {
-      productName: env.PRODUCT_NAME,
-      turnstileSiteKey: env.TURNSTILE_SITE_KEY ?? null,
-      communityUrl: env.COMMUNITY_URL ?? null,
-      conventionUrl: env.CONVENTION_URL ?? null,
-      version: deps.version,
+    values: () => {
+      const config = deps.config.get();
+      const named = (text: string) => withProductName(text, env.PRODUCT_NAME);
+      return {
+        productName: env.PRODUCT_NAME,
+        turnstileSiteKey: env.TURNSTILE_SITE_KEY ?? null,
+        communityUrl: env.COMMUNITY_URL ?? null,
+        conventionUrl: env.CONVENTION_URL ?? null,
+        version: deps.version,
+        chat: {
+          welcomeMessage: named(config.public_chat_welcome_message),
+          examplePrompts: examplePromptList(config.public_chat_example_prompts),
+          aboutText: named(config.public_chat_about_text),
+        },
+      };
     },
   });
   return app;

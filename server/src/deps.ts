@@ -107,6 +107,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       turnstile:
         env.TURNSTILE_SITE_KEY && env.TURNSTILE_SECRET_KEY ? { secretKey: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL } : null,
       maxConcurrentRuns: env.MAX_CONCURRENT_RUNS,
+      productName: env.PRODUCT_NAME,
       fetch: options.fetch,
     });
     const crawler = new CrawlerService({

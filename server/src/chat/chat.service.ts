@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { ChatExchange, ChatReply, ChatSendRequest, FeedbackRequest, Source } from '@concierge/contract';
+import { withProductName, type ChatExchange, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
 import type { Logger } from 'pino';
 import type { AssistantService } from '../assistant/assistant.service.ts';
 import { ProviderError } from '../assistant/provider.ts';
@@ -28,6 +28,8 @@ export interface ChatServiceOptions {
   events: EventBus;
   /** Cloudflare Turnstile, when both keys are configured. */
   turnstile: { secretKey: string; verifyUrl: string } | null;
+  /** PRODUCT_NAME, for `{product}` in the operator's wording. */
+  productName: string;
   /** Assistant runs in flight at once in this process; beyond it, a clear 503. */
   maxConcurrentRuns: number;
   /** Longest wait for one answer (below the browser's 120 s). */
@@ -54,7 +56,6 @@ const HISTORY_LIMIT = 100;
 
 export const CHAT_ERRORS = {
   disabled: 'Public chat is currently disabled',
-  paused: 'The concierge is taking a break. Please try again in a little while.',
   noSession: 'Session not initialized. Please refresh the page.',
   notVerified: 'Please complete the security verification before sending a message.',
   rateLimited: "You've reached the rate limit. Please wait a moment before sending another message.",
@@ -103,6 +104,11 @@ export class ChatService {
   /** Human verification is on: enabled in the configuration and both Turnstile keys are set. */
   verificationRequired(): boolean {
     return Boolean(this.#options.turnstile) && this.#options.config.get().public_chat_turnstile_validation_enabled;
+  }
+
+  /** The operator's paused message (DESIGN §9), with the product's name filled in. */
+  #pausedMessage(): string {
+    return withProductName(this.#options.config.get().public_chat_paused_message, this.#options.productName);
   }
 
   /** Throws 503 when the public chat is switched off. */
@@ -168,7 +174,7 @@ export class ChatService {
   ): Promise<{ sessionId: string; reply: ChatReply }> {
     const receivedAt = this.#now().getTime();
     this.ensureEnabled();
-    if (this.#options.config.get().paused) throw serviceUnavailable(CHAT_ERRORS.paused, 'paused');
+    if (this.#options.config.get().paused) throw serviceUnavailable(this.#pausedMessage(), 'paused');
 
     let session = await this.findSession(sessionId);
     if (source === 'admin_chat') session ??= await this.#session(undefined, client);

@@ -33,7 +33,14 @@ export const CHAT_TEXT = {
   feedbackOther: 'Failed to submit feedback. Please try again.',
 } as const;
 
-export type SendOutcome = { ok: true; response: string; feedbackId: number | null; sources: Source[] } | { ok: false; error: string };
+export type SendOutcome =
+  | { ok: true; response: string; feedbackId: number | null; sources: Source[] }
+  /** `operatorWording`: the text is the operator's markdown (the paused message), not one of SPEC's plain texts. */
+  | { ok: false; error: string; operatorWording?: boolean };
+
+/** While the bot is paused the server answers 503 with the operator's paused message (DESIGN §9). */
+const pausedMessage = (error: unknown) =>
+  error instanceof ApiError && error.status === 503 && error.code === 'paused' && error.serverMessage ? error.serverMessage : null;
 
 /**
  * The server's own words when it refused a request as cross-site: it names
@@ -89,6 +96,8 @@ export async function sendMessage(message: string, token: string, clientMessageI
         await sleep(delay);
         continue;
       }
+      const paused = pausedMessage(error);
+      if (paused) return { ok: false, error: paused, operatorWording: true };
       return { ok: false, error: sendErrorText(error) };
     }
   }
