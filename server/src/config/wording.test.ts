@@ -89,7 +89,7 @@ describe('the wording migration', () => {
       expect((await migrator.migrateTo(before)).error).toBeUndefined();
       const { public_chat_welcome_message, public_chat_example_prompts, public_chat_about_text, public_chat_paused_message, ...older } = defaultConfig('Con Concierge');
       const now = new Date().toISOString();
-      await database.db.insertInto('runtime_config').values({ ...(older as never), id: 1, created_at: now, updated_at: now }).execute();
+      await database.db.insertInto('runtime_config').values({ ...older, id: 1, created_at: now, updated_at: now } as never).execute();
 
       await migrateToLatest(database);
       const row = await database.db.selectFrom('runtime_config').selectAll().executeTakeFirstOrThrow();
