@@ -76,6 +76,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
   acceptEmptyJsonBodies(app);
+  endConnectionsWhileClosing(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -144,6 +145,23 @@ function acceptEmptyJsonBodies(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
     parseJson(request, body as string, done);
+  });
+}
+
+/**
+ * Once the app is closing (SIGTERM, Kill), every response still being
+ * written asks the client to close its connection. Closing waits for every
+ * connection to end, and a keep-alive connection of an answer that finishes
+ * after the close began would otherwise stay open for the whole keep-alive
+ * timeout (72 s) before the process can exit.
+ */
+function endConnectionsWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
   });
 }
 
