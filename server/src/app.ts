@@ -16,6 +16,7 @@ import { registerConfigRoutes } from './config/config.routes.ts';
 import type { TrustProxy } from './config/env.ts';
 import type { Deps } from './deps.ts';
 import { registerHealthRoutes } from './health/health.routes.ts';
+import { registerMetricsRoutes } from './metrics/metrics.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
 import { registerSecurityHooks } from './http/security.ts';
 import { registerWebApp } from './http/web-app.ts';
@@ -110,7 +111,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await registerAssistantRoutes(app, deps.assistant);
   registerMonitoringRoutes(app, deps);
   registerCrawlerRoutes(app, deps);
-  registerControlRoutes(app, { status: deps.status, auth: deps.auth, metricsToken: env.METRICS_TOKEN, requestShutdown: () => deps.requestShutdown() });
+  registerControlRoutes(app, { status: deps.status, requestShutdown: () => deps.requestShutdown() });
+  registerMetricsRoutes(app, { metrics: deps.metrics, auth: deps.auth, metricsToken: env.METRICS_TOKEN });
   app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await registerWebApp(app, {

@@ -23,6 +23,7 @@ import { EventBus } from './events.ts';
 import { Housekeeping } from './housekeeping/housekeeping.ts';
 import type { HealthSources } from './health/health.routes.ts';
 import { Loggers } from './logging.ts';
+import { Metrics } from './metrics/metrics.ts';
 
 /** Everything the HTTP app and the background workers are built from. */
 export interface Deps {
@@ -37,6 +38,8 @@ export interface Deps {
   chat: ChatService;
   crawler: CrawlerService;
   status: StatusService;
+  /** Prometheus metrics of this process (GET /metrics). */
+  metrics: Metrics;
   /** Asks the process to shut down gracefully (the console's Kill); main.ts sets it. */
   requestShutdown: () => void;
   /** Runs the crawler on its cron schedule; started by startServer, not by tests. */
@@ -119,6 +122,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       bundledSource: BUNDLED_SCHEDULE_PATH,
       timeZone: env.CONVENTION_TIMEZONE,
       productName: env.PRODUCT_NAME,
+      events,
       fetch: options.fetch,
     });
     await crawler.load();
@@ -129,6 +133,15 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
         : [];
     const status = new StatusService({ database, clock, config, crawler, timeZone: () => crawler.timeZone(), warnings }, events);
+    const health: HealthSources = { queueSize: () => 0, discordGatewayConnected: () => false };
+    const metrics = new Metrics({
+      events,
+      version: APP_VERSION,
+      snapshot: async () => {
+        const figures = await status.status();
+        return { paused: figures.paused, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat };
+      },
+    });
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
       loggers
         .get('app')
@@ -155,12 +168,14 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       requestShutdown: () => loggers.get('app').warn('shutdown requested, but this process has no shutdown handler'),
       lastRefresh: crawler,
       timeZone: () => crawler.timeZone(),
-      health: { queueSize: () => 0, discordGatewayConnected: () => false },
+      health,
+      metrics,
       sessionSecret,
       version: APP_VERSION,
       async close() {
         await crawlerScheduler.stop();
         await housekeeping.stop();
+        metrics.close();
         await database.close();
       },
     };

@@ -120,7 +120,15 @@ export class StatusService {
       uptime: this.uptimeText(),
       reports: {} as Record<string, number>,
       users_seen: 0,
-      crawler: { enabled: crawlerCounters.enabled, last_run: crawlerCounters.last_run, runs_triggered: crawlerCounters.runs_triggered },
+      crawler: {
+        enabled: crawlerCounters.enabled,
+        last_run: crawlerCounters.last_run,
+        runs_triggered: crawlerCounters.runs_triggered,
+        last_success_at: crawlerCounters.last_success_at,
+        last_failure_at: crawlerCounters.last_failure_at,
+        consecutive_failures: crawlerCounters.consecutive_failures,
+        last_error: crawlerCounters.last_error,
+      },
       public_chat: await queries.publicChatFigures(this.#options.database, now.toISOString(), todayStart),
     };
   }

@@ -25,7 +25,15 @@ interface BotStatus {
     run_status: Record<string, number>;
   };
   api_requests: Record<string, number>;
-  crawler: { enabled: boolean; last_run: string | null; runs_triggered: number };
+  crawler: {
+    enabled: boolean;
+    last_run: string | null;
+    runs_triggered: number;
+    last_success_at?: string | null;
+    last_failure_at?: string | null;
+    consecutive_failures?: number;
+    last_error?: string | null;
+  };
   reports: Record<string, number>;
   public_chat?: {
     session_count: number;
@@ -151,6 +159,17 @@ function StatusTables({ status }: { status: BotStatus }) {
               ['Enabled', yesNo(status.crawler.enabled)],
               ['Last run', formatDateTime(status.crawler.last_run)],
               ['Runs triggered', n(status.crawler.runs_triggered)],
+              ['Last success', formatDateTime(status.crawler.last_success_at ?? null)],
+              ['Last failure', formatDateTime(status.crawler.last_failure_at ?? null)],
+              [
+                'Failures in a row',
+                <Typography key="failures" component="span" variant="body2" color={status.crawler.consecutive_failures ? 'error' : undefined}>
+                  {n(status.crawler.consecutive_failures ?? 0)}
+                </Typography>,
+              ],
+              ...(status.crawler.consecutive_failures && status.crawler.last_error
+                ? [['Last error', <Typography key="error" component="span" variant="body2" color="error" sx={{ wordBreak: 'break-word' }}>{status.crawler.last_error}</Typography>] as [string, ReactNode]]
+                : []),
             ]}
           />
           <StatusTable title="Reports" rows={entries(status.reports)} />
