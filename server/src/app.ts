@@ -3,9 +3,8 @@ import { examplePromptList, withProductName } from '@concierge/contract';
 import { readFileSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
 import fastifyHelmet from '@fastify/helmet';
-import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { registerControlRoutes } from './admin/control.routes.ts';
 import { registerMonitoringRoutes } from './admin/monitoring.routes.ts';
 import { registerAssistantRoutes } from './assistant/assistant.routes.ts';
@@ -18,6 +17,7 @@ import type { Deps } from './deps.ts';
 import { registerHealthRoutes } from './health/health.routes.ts';
 import { registerMetricsRoutes } from './metrics/metrics.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
+import { registerOpenApi } from './http/openapi.ts';
 import { registerSecurityHooks } from './http/security.ts';
 import { registerWebApp } from './http/web-app.ts';
 
@@ -26,6 +26,8 @@ const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 export interface RouteSummary {
   method: string;
   url: string;
+  /** Declared public on the route (config.public): no admin session needed even under /api/. */
+  public: boolean;
 }
 
 declare module 'fastify' {
@@ -69,7 +71,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   const routes: RouteSummary[] = [];
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, public: route.config?.public === true });
   });
   app.decorate('listRoutes', () => [...routes]);
 
@@ -98,10 +100,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     strictTransportSecurity: https ? undefined : false,
   });
   await app.register(fastifyCookie, { secret: deps.sessionSecret });
-  await app.register(fastifySwagger, {
-    openapi: { info: { title: `${env.PRODUCT_NAME} API`, version: deps.version } },
-    transform: jsonSchemaTransform,
-  });
+  await registerOpenApi(app, { title: `${env.PRODUCT_NAME} API`, version: deps.version });
 
   registerSecurityHooks(app, deps.auth);
   registerHealthRoutes(app, deps);
@@ -113,7 +112,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerCrawlerRoutes(app, deps);
   registerControlRoutes(app, { status: deps.status, requestShutdown: () => deps.requestShutdown() });
   registerMetricsRoutes(app, { metrics: deps.metrics, auth: deps.auth, metricsToken: env.METRICS_TOKEN });
-  app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
 
   await registerWebApp(app, {
     distDir: env.WEB_DIST_DIR,

@@ -10,9 +10,13 @@ declare module 'fastify' {
     /** The signed-in admin, set for every /api/* request. */
     admin: AdminSession | null;
   }
+  interface FastifyContextConfig {
+    /** A route under /api/ that anyone may read (the API description); declared on the route itself. */
+    public?: boolean;
+  }
 }
 
-/** Every path under /api/ needs an admin session, matched route or not. */
+/** Every path under /api/ needs an admin session, matched route or not, unless its route is declared public. */
 export const isAdminPath = (path: string) => path.startsWith('/api/');
 
 export function setAdminCookie(request: FastifyRequest, reply: FastifyReply, token: string, expiresAt: Date): void {
@@ -73,7 +77,7 @@ function checkSameOrigin(request: FastifyRequest): void {
 export function registerSecurityHooks(app: FastifyInstance, auth: AuthService): void {
   app.decorateRequest('admin', null);
   app.addHook('onRequest', async (request, reply) => {
-    if (isAdminPath(request.routeOptions.url ?? request.url)) {
+    if (isAdminPath(request.routeOptions.url ?? request.url) && !request.routeOptions.config.public) {
       const token = adminToken(request);
       const session = token ? await auth.authenticate(token) : null;
       if (!session) throw unauthorized();
