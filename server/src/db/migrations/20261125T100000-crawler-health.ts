@@ -7,7 +7,8 @@ import type { Dialect } from '../database.ts';
  * successfully (stored or found unchanged) and when it last failed, and how
  * many times in a row it has failed. Kept in the database because any
  * process may be asked for /metrics while only one runs the crawler.
- * Seeded from the runs already stored.
+ * Seeded from the runs already stored; a new database gets its row at the
+ * first check (so a freshly migrated database holds no rows at all).
  */
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   await db.schema
@@ -26,5 +27,6 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
       (select count(*) from crawler_runs where error is not null
          and id > coalesce((select max(id) from crawler_runs where error is null), 0)),
       (select error from crawler_runs where error is not null order by id desc limit 1)
+    where exists (select 1 from crawler_runs)
   `.execute(db);
 }
