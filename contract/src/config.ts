@@ -151,6 +151,14 @@ export const ConfigFieldsSchema = z.object({
   public_chat_about_text: requiredText(8000),
   /** Markdown; what a visitor is told while the bot is paused. */
   public_chat_paused_message: requiredText(1000),
+  /** Days public chat messages (and idle sessions) are kept; 0 keeps them for ever. */
+  retention_messages_days: int(0, 3650),
+  /** Days client IP addresses are kept on any row (then removed from it); 0 keeps them for ever. */
+  retention_client_ip_days: int(0, 3650),
+  /** Days provider call logs keep their request and response bodies; 0 keeps them for ever. */
+  retention_call_bodies_days: int(0, 3650),
+  /** Crawler runs whose events are kept (the newest ones; the last good run's always are); 0 keeps all. */
+  retention_crawler_runs: int(0, 10_000),
   log_level: logLevel,
   openai_log_level: logLevel,
   discord_log_level: logLevel,

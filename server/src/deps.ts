@@ -127,12 +127,12 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     });
     await crawler.load();
     const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
-    const housekeeping = new Housekeeping({ auth, chat, logger: loggers.get('app') });
+    const housekeeping = new Housekeeping({ auth, chat, database, config: () => config.get(), clock, logger: loggers.get('app') });
     const warnings =
       usesOpenAI(env) && !turnstileConfigured(env)
         ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
         : [];
-    const status = new StatusService({ database, clock, config, crawler, timeZone: () => crawler.timeZone(), warnings }, events);
+    const status = new StatusService({ database, clock, config, crawler, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings }, events);
     const health: HealthSources = { queueSize: () => 0, discordGatewayConnected: () => false };
     const metrics = new Metrics({
       events,

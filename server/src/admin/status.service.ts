@@ -4,6 +4,7 @@ import type { CrawlerService } from '../crawler/crawler.service.ts';
 import type { Database } from '../db/database.ts';
 import { conflict } from '../errors.ts';
 import type { EventBus } from '../events.ts';
+import type { RetentionStatus } from '../housekeeping/housekeeping.ts';
 import { instantOf, zonedParts } from '../time-zone.ts';
 import * as queries from './status.queries.ts';
 
@@ -25,6 +26,8 @@ export interface StatusOptions {
   clock: Clock;
   config: ConfigService;
   crawler: CrawlerService;
+  /** The retention in force and the last clean-up (the housekeeping). */
+  retention: { retentionStatus(): Promise<RetentionStatus> };
   timeZone: () => string;
   /** Set-up problems the Status screen shows as warnings. */
   warnings?: string[];
@@ -130,6 +133,7 @@ export class StatusService {
         last_error: crawlerCounters.last_error,
       },
       public_chat: await queries.publicChatFigures(this.#options.database, now.toISOString(), todayStart),
+      retention: await this.#options.retention.retentionStatus(),
     };
   }
 }

@@ -31,6 +31,14 @@ export const DEFAULT_WORDING = {
   public_chat_paused_message: 'The chat service is currently unavailable. Please try again later.',
 } as const;
 
+/** How long personal data and bulky records are kept (enforced by the hourly housekeeping). */
+export const DEFAULT_RETENTION = {
+  retention_messages_days: 90,
+  retention_client_ip_days: 30,
+  retention_call_bodies_days: 30,
+  retention_crawler_runs: 10,
+} as const;
+
 /** Values the runtime configuration row is seeded with on first start (DESIGN §8). */
 export function defaultConfig(productName: string): ConfigFields {
   return {
@@ -73,6 +81,7 @@ export function defaultConfig(productName: string): ConfigFields {
     public_chat_requests_per_minute: 10,
     public_chat_turnstile_validation_enabled: false,
     ...DEFAULT_WORDING,
+    ...DEFAULT_RETENTION,
     log_level: 'INFO',
     openai_log_level: 'INFO',
     discord_log_level: 'INFO',

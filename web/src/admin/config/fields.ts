@@ -32,6 +32,10 @@ export const SECTIONS: SectionSpec[] = [
       { name: 'recover_panic', label: 'Recover from crashes', kind: 'boolean', help: 'Keep the bot running after an unexpected error in a command handler (the error is logged).' },
       { name: 'crawler_schedule', label: 'Crawler schedule', kind: 'text', help: 'Cron expression for refreshing the convention schedule, e.g. */30 * * * * for every 30 minutes.' },
       { name: 'donation_url', label: 'Donation URL', kind: 'text', help: 'Shown to Discord users who run out of questions. Empty turns it off.' },
+      { name: 'retention_messages_days', label: 'Keep chat messages (days)', kind: 'integer', min: 0, max: 3650, help: 'Public chat messages, their feedback and idle sessions are deleted after this many days. 0 keeps them for ever.' },
+      { name: 'retention_client_ip_days', label: 'Keep client addresses (days)', kind: 'integer', min: 0, max: 3650, help: 'IP addresses are removed from every record (and per-address limits) after this many days. 0 keeps them.' },
+      { name: 'retention_call_bodies_days', label: 'Keep AI call bodies (days)', kind: 'integer', min: 0, max: 3650, help: 'The OpenAI call logs lose their request and response bodies after this many days; timings and errors stay. 0 keeps them.' },
+      { name: 'retention_crawler_runs', label: 'Crawler runs with events', kind: 'integer', min: 0, max: 10_000, help: 'Events are kept for this many newest crawler runs (and always the last good one). 0 keeps all.' },
     ],
   },
   {
