@@ -118,14 +118,14 @@ export class Housekeeping {
       call_bodies_cleared: 0,
       crawler_events_deleted: 0,
     };
+    // Statement by statement, no long transaction: each is complete on its own and a pass cut short is
+    // finished by the next, while live traffic (recent rows only) never waits on a lock held for the whole pass.
     if (config.retention_messages_days > 0) {
-      const removed = await database.transaction((trx) => retention.deleteOldMessages(trx, before(config.retention_messages_days)));
+      const removed = await retention.deleteOldMessages(db, before(config.retention_messages_days));
       pass.messages_deleted = removed.messages;
       pass.sessions_deleted = removed.sessions;
     }
-    if (config.retention_client_ip_days > 0) {
-      pass.client_ip_rows_scrubbed = await database.transaction((trx) => retention.removeOldClientIps(trx, before(config.retention_client_ip_days)));
-    }
+    if (config.retention_client_ip_days > 0) pass.client_ip_rows_scrubbed = await retention.removeOldClientIps(db, before(config.retention_client_ip_days));
     if (config.retention_call_bodies_days > 0) pass.call_bodies_cleared = await retention.removeOldCallBodies(db, before(config.retention_call_bodies_days));
     if (config.retention_crawler_runs > 0) pass.crawler_events_deleted = await retention.deleteOldCrawlerEvents(db, config.retention_crawler_runs);
     await saveSetting(db, LAST_PASS_SETTING, JSON.stringify(pass), pass.at);

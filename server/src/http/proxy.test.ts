@@ -20,6 +20,8 @@ describe('behind a reverse proxy (a real HTTP hop that appends X-Forwarded-For a
     await proxy?.close();
     if (server && database) {
       await server.app.close();
+      // The clean-up pass that started with the server must be done before its schema is dropped.
+      await server.deps.housekeeping.stop();
       await database.dispose(server.deps);
     }
     server = database = proxy = undefined;
