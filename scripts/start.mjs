@@ -1,7 +1,10 @@
 // `npm start`: build the web app if needed, then run the server (which
 // creates and migrates its database on start). Settings come from the
 // environment; see the README.
-import { buildWebIfStale } from './lib.mjs';
+import { requireSupportedNode } from './node-version.mjs';
+
+requireSupportedNode();
+const { buildWebIfStale } = await import('./lib.mjs');
 
 if (!(await buildWebIfStale())) {
   console.error('The web app failed to build; see the errors above.');

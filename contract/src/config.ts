@@ -64,6 +64,34 @@ const urlOrEmpty = z
   .max(2000)
   .refine((value) => value === '' || /^https?:\/\/[^\s]+$/i.test(value), { message: 'must be an http(s) URL or empty' });
 
+/** Public chat wording limits (DESIGN §9 "Operator wording"). */
+export const EXAMPLE_PROMPTS_MAX = 8;
+export const EXAMPLE_PROMPT_MAX_LENGTH = 200;
+
+/**
+ * Where the wording fields say `{product}`, the product's name
+ * (PRODUCT_NAME) goes, so the texts follow a rename without an edit.
+ */
+export const PRODUCT_PLACEHOLDER = '{product}';
+export const withProductName = (text: string, productName: string) => text.replaceAll(PRODUCT_PLACEHOLDER, productName);
+
+/** The example prompts field, one prompt per line, as the list the chat offers (blank lines skipped). */
+export const examplePromptList = (text: string): string[] =>
+  text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(Boolean);
+
+const examplePrompts = z
+  .string()
+  .max(EXAMPLE_PROMPTS_MAX * (EXAMPLE_PROMPT_MAX_LENGTH + 2), 'is too long')
+  .superRefine((value, ctx) => {
+    const prompts = examplePromptList(value);
+    if (prompts.length > EXAMPLE_PROMPTS_MAX) ctx.addIssue({ code: 'custom', message: `must have at most ${EXAMPLE_PROMPTS_MAX} prompts (one per line)` });
+    const long = prompts.findIndex((prompt) => prompt.length > EXAMPLE_PROMPT_MAX_LENGTH);
+    if (long >= 0) ctx.addIssue({ code: 'custom', message: `prompt ${long + 1} is longer than ${EXAMPLE_PROMPT_MAX_LENGTH} characters` });
+  });
+
 /**
  * Every editable field of the runtime configuration with its bounds. The
  * PATCH body is this schema with every field optional; unknown fields are
@@ -115,6 +143,22 @@ export const ConfigFieldsSchema = z.object({
   public_chat_enabled: z.boolean(),
   public_chat_requests_per_minute: int(1, 60),
   public_chat_turnstile_validation_enabled: z.boolean(),
+  /** Markdown; the chat's first message. */
+  public_chat_welcome_message: requiredText(4000),
+  /** One per line, offered under the welcome message. */
+  public_chat_example_prompts: examplePrompts,
+  /** Markdown; the info dialog's text (who runs this, what it is). */
+  public_chat_about_text: requiredText(8000),
+  /** Markdown; what a visitor is told while the bot is paused. */
+  public_chat_paused_message: requiredText(1000),
+  /** Days public chat messages (and idle sessions) are kept; 0 keeps them for ever. */
+  retention_messages_days: int(0, 3650),
+  /** Days client IP addresses are kept on any row (then removed from it); 0 keeps them for ever. */
+  retention_client_ip_days: int(0, 3650),
+  /** Days provider call logs keep their request and response bodies; 0 keeps them for ever. */
+  retention_call_bodies_days: int(0, 3650),
+  /** Crawler runs whose events are kept (the newest ones; the last good run's always are); 0 keeps all. */
+  retention_crawler_runs: int(0, 10_000),
   log_level: logLevel,
   openai_log_level: logLevel,
   discord_log_level: logLevel,

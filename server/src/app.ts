@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { examplePromptList, withProductName } from '@concierge/contract';
 import { readFileSync } from 'node:fs';
 import fastifyCookie from '@fastify/cookie';
 import fastifyHelmet from '@fastify/helmet';
-import fastifySwagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { registerControlRoutes } from './admin/control.routes.ts';
 import { registerMonitoringRoutes } from './admin/monitoring.routes.ts';
 import { registerAssistantRoutes } from './assistant/assistant.routes.ts';
@@ -17,7 +17,9 @@ import type { Deps } from './deps.ts';
 import { registerHealthRoutes } from './health/health.routes.ts';
 import { registerAskRoutes } from './ask/ask.routes.ts';
 import { registerUserRoutes } from './users/users.routes.ts';
+import { registerMetricsRoutes } from './metrics/metrics.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
+import { registerOpenApi } from './http/openapi.ts';
 import { registerSecurityHooks } from './http/security.ts';
 import { registerWebApp } from './http/web-app.ts';
 
@@ -26,6 +28,8 @@ const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 export interface RouteSummary {
   method: string;
   url: string;
+  /** Declared public on the route (config.public): no admin session needed even under /api/. */
+  public: boolean;
 }
 
 declare module 'fastify' {
@@ -69,7 +73,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   const routes: RouteSummary[] = [];
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url, public: route.config?.public === true });
   });
   app.decorate('listRoutes', () => [...routes]);
 
@@ -77,6 +81,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
   acceptEmptyJsonBodies(app);
+  endConnectionsWhileClosing(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -97,10 +102,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     strictTransportSecurity: https ? undefined : false,
   });
   await app.register(fastifyCookie, { secret: deps.sessionSecret });
-  await app.register(fastifySwagger, {
-    openapi: { info: { title: `${env.PRODUCT_NAME} API`, version: deps.version } },
-    transform: jsonSchemaTransform,
-  });
+  await registerOpenApi(app, { title: `${env.PRODUCT_NAME} API`, version: deps.version });
 
   registerSecurityHooks(app, deps.auth);
   registerHealthRoutes(app, deps);
@@ -112,17 +114,26 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerCrawlerRoutes(app, deps);
   registerUserRoutes(app, deps.users);
   registerAskRoutes(app, { askCommands: deps.askCommands, timeZone: deps.timeZone });
-  registerControlRoutes(app, { status: deps.status, auth: deps.auth, metricsToken: env.METRICS_TOKEN, requestShutdown: () => deps.requestShutdown() });
-  app.get('/api/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  registerControlRoutes(app, { status: deps.status, requestShutdown: () => deps.requestShutdown() });
+  registerMetricsRoutes(app, { metrics: deps.metrics, auth: deps.auth, metricsToken: env.METRICS_TOKEN });
 
   await registerWebApp(app, {
     distDir: env.WEB_DIST_DIR,
-    values: {
-      productName: env.PRODUCT_NAME,
-      turnstileSiteKey: env.TURNSTILE_SITE_KEY ?? null,
-      communityUrl: env.COMMUNITY_URL ?? null,
-      conventionUrl: env.CONVENTION_URL ?? null,
-      version: deps.version,
+    values: () => {
+      const config = deps.config.get();
+      const named = (text: string) => withProductName(text, env.PRODUCT_NAME);
+      return {
+        productName: env.PRODUCT_NAME,
+        turnstileSiteKey: env.TURNSTILE_SITE_KEY ?? null,
+        communityUrl: env.COMMUNITY_URL ?? null,
+        conventionUrl: env.CONVENTION_URL ?? null,
+        version: deps.version,
+        chat: {
+          welcomeMessage: named(config.public_chat_welcome_message),
+          examplePrompts: examplePromptList(config.public_chat_example_prompts),
+          aboutText: named(config.public_chat_about_text),
+        },
+      };
     },
   });
   return app;
@@ -138,6 +149,23 @@ function acceptEmptyJsonBodies(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
     parseJson(request, body as string, done);
+  });
+}
+
+/**
+ * Once the app is closing (SIGTERM, Kill), every response still being
+ * written asks the client to close its connection. Closing waits for every
+ * connection to end, and a keep-alive connection of an answer that finishes
+ * after the close began would otherwise stay open for the whole keep-alive
+ * timeout (72 s) before the process can exit.
+ */
+function endConnectionsWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
   });
 }
 

@@ -29,6 +29,7 @@ import type { HealthSources } from './health/health.routes.ts';
 import { Loggers } from './logging.ts';
 import { UsersService } from './users/users.service.ts';
 import { formatPeopleTime } from '@concierge/contract';
+import { Metrics } from './metrics/metrics.ts';
 
 /** Everything the HTTP app and the background workers are built from. */
 export interface Deps {
@@ -51,6 +52,8 @@ export interface Deps {
   askWorker: AskWorker;
   crawler: CrawlerService;
   status: StatusService;
+  /** Prometheus metrics of this process (GET /metrics). */
+  metrics: Metrics;
   /** Asks the process to shut down gracefully (the console's Kill); main.ts sets it. */
   requestShutdown: () => void;
   /** Runs the crawler on its cron schedule; started by startServer, not by tests. */
@@ -111,7 +114,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       config: () => config.get(),
       events,
     });
-    const pipeline = new AskPipeline({ assistant, clock, config, events, logger: loggers.get('assistant'), maxConcurrentRuns: env.MAX_CONCURRENT_RUNS });
+    const pipeline = new AskPipeline({ assistant, clock, config, events, logger: loggers.get('assistant'), maxConcurrentRuns: env.MAX_CONCURRENT_RUNS, productName: env.PRODUCT_NAME });
     const leases = new LeaseKeeper({ clock, logger: loggers.get('assistant'), pipeline, everyoneAtStart: database.dialect === 'sqlite' });
     const chat = new ChatService({
       database,
@@ -145,16 +148,26 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       bundledSource: BUNDLED_SCHEDULE_PATH,
       timeZone: env.CONVENTION_TIMEZONE,
       productName: env.PRODUCT_NAME,
+      events,
       fetch: options.fetch,
     });
     await crawler.load();
     const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
-    const housekeeping = new Housekeeping({ auth, chat, logger: loggers.get('app') });
+    const housekeeping = new Housekeeping({ auth, chat, database, config: () => config.get(), clock, logger: loggers.get('app') });
     const warnings =
       usesOpenAI(env) && !turnstileConfigured(env)
         ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
         : [];
-    const status = new StatusService({ database, clock, config, crawler, users, askCommands, timeZone: () => crawler.timeZone(), warnings }, events);
+    const status = new StatusService({ database, clock, config, crawler, users, askCommands, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings }, events);
+    const health: HealthSources = { queueSize: () => askCommands.queued(), discordGatewayConnected: () => false };
+    const metrics = new Metrics({
+      events,
+      version: APP_VERSION,
+      snapshot: async () => {
+        const figures = await status.status();
+        return { paused: figures.paused, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat };
+      },
+    });
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
       loggers
         .get('app')
@@ -186,7 +199,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       requestShutdown: () => loggers.get('app').warn('shutdown requested, but this process has no shutdown handler'),
       lastRefresh: crawler,
       timeZone: () => crawler.timeZone(),
-      health: { queueSize: () => askCommands.queued(), discordGatewayConnected: () => false },
+      health,
+      metrics,
       sessionSecret,
       version: APP_VERSION,
       async close() {
@@ -194,6 +208,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         await leases.stop();
         await crawlerScheduler.stop();
         await housekeeping.stop();
+        metrics.close();
         await database.close();
       },
     };

@@ -31,10 +31,23 @@ export interface AnswerEvent {
   created_at: string;
 }
 
+/** How one provider call went, for the latency histograms. */
+export interface ProviderCallTiming {
+  duration_ms: number;
+  failed: boolean;
+}
+
+/** One schedule check by the crawler. */
+export interface CrawlerRunEvent {
+  outcome: 'stored' | 'skipped' | 'failed';
+  duration_ms: number;
+}
+
 interface Events {
   answer: [AnswerEvent];
   /** One call to the assistant provider, by SPEC step (create_thread, create_message, …). */
-  provider_call: [string];
+  provider_call: [step: string, timing: ProviderCallTiming];
+  crawler_run: [CrawlerRunEvent];
 }
 
 /**

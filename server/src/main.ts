@@ -1,8 +1,13 @@
 import { EnvError } from './config/env.ts';
 import { startServer } from './server.ts';
 
-/** Longest wait for in-flight requests on shutdown before the process exits anyway. */
-const SHUTDOWN_GRACE_MS = 25_000;
+/**
+ * Longest wait for in-flight requests on shutdown before the process exits
+ * anyway: an answer may take up to its 110 s ceiling (DESIGN §7), plus a few
+ * seconds to store it. A supervisor's stop timeout must be longer
+ * (deploy/concierge.service: TimeoutStopSec=150).
+ */
+const SHUTDOWN_GRACE_MS = 120_000;
 
 async function main(): Promise<void> {
   const server = await startServer(process.env);

@@ -6,6 +6,7 @@ import type { UsersService } from '../users/users.service.ts';
 import type { Database } from '../db/database.ts';
 import { conflict } from '../errors.ts';
 import type { EventBus } from '../events.ts';
+import type { RetentionStatus } from '../housekeeping/housekeeping.ts';
 import { instantOf, zonedParts } from '../time-zone.ts';
 import * as queries from './status.queries.ts';
 
@@ -29,6 +30,8 @@ export interface StatusOptions {
   crawler: CrawlerService;
   users: UsersService;
   askCommands: AskCommandService;
+  /** The retention in force and the last clean-up (the housekeeping). */
+  retention: { retentionStatus(): Promise<RetentionStatus> };
   timeZone: () => string;
   /** Set-up problems the Status screen shows as warnings. */
   warnings?: string[];
@@ -124,8 +127,17 @@ export class StatusService {
       uptime: this.uptimeText(),
       reports: {} as Record<string, number>,
       users_seen: usersSeen,
-      crawler: { enabled: crawlerCounters.enabled, last_run: crawlerCounters.last_run, runs_triggered: crawlerCounters.runs_triggered },
+      crawler: {
+        enabled: crawlerCounters.enabled,
+        last_run: crawlerCounters.last_run,
+        runs_triggered: crawlerCounters.runs_triggered,
+        last_success_at: crawlerCounters.last_success_at,
+        last_failure_at: crawlerCounters.last_failure_at,
+        consecutive_failures: crawlerCounters.consecutive_failures,
+        last_error: crawlerCounters.last_error,
+      },
       public_chat: await queries.publicChatFigures(this.#options.database, now.toISOString(), todayStart),
+      retention: await this.#options.retention.retentionStatus(),
     };
   }
 }

@@ -41,7 +41,6 @@ export type SubmitOutcome =
   | { status: 'limited'; command: queries.AskCommandRow; message: string; quota: Quota };
 
 export const ASK_COMMAND_ERRORS = {
-  paused: 'The concierge is taking a break right now. Please try again later.',
   limited: (quota: Quota, at: (iso: string) => string) =>
     `You have asked ${quota.used6h >= quota.limit6h ? `${quota.limit6h} questions in the last 6 hours` : `${quota.limit24h} questions in the last 24 hours`}, the most allowed.` +
     (quota.availableAt ? ` You can ask again at ${at(quota.availableAt)}.` : ''),
@@ -104,7 +103,7 @@ export class AskCommandService {
 
     if (user.ignored) return { status: 'ignored', command: await store('ignored', 'The user is ignored') };
     if (!this.#pipeline.isOpen({ priority: user.priority })) {
-      return { status: 'paused', command: await store('aborted', 'The concierge is paused'), message: ASK_COMMAND_ERRORS.paused };
+      return { status: 'paused', command: await store('aborted', 'The concierge is paused'), message: this.#pipeline.pausedMessage() };
     }
     if ((await queries.pendingCount(this.#db, user.id)) > 0) {
       const message = this.#config.get().discord_rate_limit_message;

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { withProductName } from '@concierge/contract';
 import type { Logger } from 'pino';
 import type { AskProgress, AssistantService, CallContext, ProviderAskStep } from '../assistant/assistant.service.ts';
 import { ProviderError, type Answer, type RunOverrides, type RunSettings, type RunState, type TokenUsage } from '../assistant/provider.ts';
@@ -21,7 +22,6 @@ export const LEASE_MS = 15_000;
 export const LEASE_RENEW_MS = 5_000;
 
 export const ASK_ERRORS = {
-  paused: 'The concierge is taking a break. Please try again in a little while.',
   busy: 'The concierge is very busy right now. Please try again in a moment.',
   timeout: 'The assistant took too long to answer. Please try again with a shorter question or wait a moment.',
   providerError: 'The assistant could not answer right now. Please try again in a moment.',
@@ -119,6 +119,8 @@ export interface AskPipelineOptions {
   logger: Logger;
   /** Questions answered at once in this process; beyond it, `acquire` refuses. */
   maxConcurrentRuns: number;
+  /** PRODUCT_NAME, for `{product}` in the operator's paused message. */
+  productName: string;
 }
 
 const NO_USAGE: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -164,7 +166,12 @@ export class AskPipeline {
    * through, since operators pause to keep a quiet bot for a chosen few.
    */
   checkOpen(options: { priority?: boolean } = {}): void {
-    if (!this.isOpen(options)) throw serviceUnavailable(ASK_ERRORS.paused, 'paused');
+    if (!this.isOpen(options)) throw serviceUnavailable(this.pausedMessage(), 'paused');
+  }
+
+  /** What people are told while paused: the operator's wording (DESIGN §9), with the product's name filled in. */
+  pausedMessage(): string {
+    return withProductName(this.#options.config.get().public_chat_paused_message, this.#options.productName);
   }
 
   /** False while paused, except for priority users. */

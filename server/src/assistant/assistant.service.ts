@@ -270,7 +270,8 @@ export class AssistantService {
         responseHeaders = headers instanceof Headers ? Object.fromEntries(headers.entries()) : headers;
       },
     };
-    const started = this.#clock.now().toISOString();
+    const startedAt = this.#clock.now();
+    const started = startedAt.toISOString();
     let error: unknown;
     try {
       return await fn(call);
@@ -278,6 +279,7 @@ export class AssistantService {
       error = caught;
       throw caught;
     } finally {
+      const endedAt = this.#clock.now();
       const row = {
         session_id: context.sessionId ?? null,
         public_chat_message_id: context.messageId ?? null,
@@ -286,7 +288,7 @@ export class AssistantService {
         user_agent: context.userAgent ?? null,
         operation: operation ?? null,
         request_started: started,
-        request_ended: this.#clock.now().toISOString(),
+        request_ended: endedAt.toISOString(),
         request_body: serialize(requestBody),
         response_body: serialize(responseBody),
         response_headers: serialize(responseHeaders),
@@ -297,7 +299,7 @@ export class AssistantService {
       } catch (logError) {
         this.#logger.error({ err: logError, step }, 'could not write the provider call log');
       }
-      this.#events?.publish('provider_call', step);
+      this.#events?.publish('provider_call', step, { duration_ms: endedAt.getTime() - startedAt.getTime(), failed: error !== undefined });
       if (error !== undefined) this.#logger.warn({ step, operation, err: error }, 'assistant provider call failed');
       else this.#logger.debug({ step, operation }, 'assistant provider call');
     }

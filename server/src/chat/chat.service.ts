@@ -56,7 +56,6 @@ const HISTORY_LIMIT = 100;
 
 export const CHAT_ERRORS = {
   disabled: 'Public chat is currently disabled',
-  paused: ASK_ERRORS.paused,
   noSession: 'Session not initialized. Please refresh the page.',
   notVerified: 'Please complete the security verification before sending a message.',
   rateLimited: "You've reached the rate limit. Please wait a moment before sending another message.",

@@ -75,6 +75,11 @@ describe('runtime configuration API', () => {
     [{ assistant_poll_interval: '45s' }, 'assistant_poll_interval'],
     [{ feedback_modal_min_length: 3000 }, 'feedback_modal_min_length'],
     [{ public_chat_turnstile_validation_enabled: true }, 'public_chat_turnstile_validation_enabled'],
+    [{ public_chat_welcome_message: '   ' }, 'public_chat_welcome_message'],
+    [{ public_chat_about_text: '' }, 'public_chat_about_text'],
+    [{ public_chat_paused_message: 'x'.repeat(1001) }, 'public_chat_paused_message'],
+    [{ public_chat_example_prompts: Array.from({ length: 9 }, (_, n) => `Prompt ${n}`).join('\n') }, 'public_chat_example_prompts'],
+    [{ public_chat_example_prompts: `Short one\n${'x'.repeat(201)}` }, 'public_chat_example_prompts'],
   ])('refuses %j with a 400 naming the field, changing nothing', async (body, field) => {
     const before = (await get()).json();
     const response = await patch(body);

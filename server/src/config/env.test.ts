@@ -37,6 +37,9 @@ describe('environment', () => {
   it('reads TRUST_PROXY as a flag, a hop count or a list of addresses', () => {
     expect(loadEnv({ TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true);
     expect(loadEnv({ TRUST_PROXY: '2' }).TRUST_PROXY).toBe(2);
+    // One proxy in front is one hop, not "trust every X-Forwarded-For entry".
+    expect(loadEnv({ TRUST_PROXY: '1' }).TRUST_PROXY).toBe(1);
+    expect(loadEnv({ TRUST_PROXY: '0' }).TRUST_PROXY).toBe(false);
     expect(loadEnv({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).TRUST_PROXY).toEqual(['10.0.0.0/8', '127.0.0.1']);
   });
 

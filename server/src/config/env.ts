@@ -28,13 +28,20 @@ const isTimeZone = (zone: string) => {
 /** Fastify's `trustProxy`: true, a hop count, or a list of addresses/CIDRs. */
 export type TrustProxy = boolean | number | string[];
 
+/**
+ * DESIGN §9: `true` trusts every hop; a whole number N trusts N hops (so `1`,
+ * one proxy in front, takes the address that proxy saw and ignores whatever a
+ * client wrote into X-Forwarded-For itself); a list trusts those proxies only.
+ * `1` is a hop count, never a yes: reading it as "trust everything" would let
+ * any visitor choose their own address.
+ */
 const trustProxy = z
   .string()
   .trim()
   .transform((value, ctx): TrustProxy => {
     const lower = value.toLowerCase();
-    if (['true', 'yes', '1', 'on'].includes(lower)) return true;
-    if (['false', 'no', '0', 'off'].includes(lower)) return false;
+    if (['true', 'yes', 'on'].includes(lower)) return true;
+    if (['false', 'no', 'off', '0'].includes(lower)) return false;
     if (/^\d+$/.test(value)) return Number(value);
     const list = value.split(',').map((part) => part.trim()).filter(Boolean);
     if (list.every((part) => /^[0-9a-f:.]+(\/\d{1,3})?$/i.test(part) || ['loopback', 'linklocal', 'uniquelocal'].includes(part))) {

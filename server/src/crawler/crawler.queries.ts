@@ -1,4 +1,4 @@
-import type { Insertable } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import { containsText, isPresent, paged, type ListPage } from '../admin/list-query.ts';
 import type { Db } from '../db/database.ts';
 import type { CrawlerEventTable, CrawlerRunTable } from '../db/schema/crawler.ts';
@@ -8,6 +8,34 @@ export const lastSuccessfulRun = (db: Db) =>
   db.selectFrom('crawler_runs').selectAll().where('error', 'is', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
 
 export const lastRun = (db: Db) => db.selectFrom('crawler_runs').selectAll().orderBy('id', 'desc').limit(1).executeTakeFirst();
+
+const HEALTH_ROW = 1;
+
+/** The crawler's health row, or undefined before the first check. */
+export const crawlerHealth = (db: Db) =>
+  db.selectFrom('crawler_health').select(['last_success_at', 'last_failure_at', 'consecutive_failures', 'last_error']).where('id', '=', HEALTH_ROW).executeTakeFirst();
+
+/** A check that fetched and read the schedule (stored or unchanged): the failure streak ends. */
+export const recordCheckSucceeded = (db: Db, now: string) =>
+  db
+    .insertInto('crawler_health')
+    .values({ id: HEALTH_ROW, last_success_at: now, consecutive_failures: 0 })
+    .onConflict((conflict) => conflict.column('id').doUpdateSet({ last_success_at: now, consecutive_failures: 0 }))
+    .execute();
+
+/** A failed check, counted in one statement so concurrent writers never lose one. */
+export const recordCheckFailed = (db: Db, now: string, error: string) =>
+  db
+    .insertInto('crawler_health')
+    .values({ id: HEALTH_ROW, last_failure_at: now, consecutive_failures: 1, last_error: error })
+    .onConflict((conflict) =>
+      conflict.column('id').doUpdateSet({
+        last_failure_at: now,
+        last_error: error,
+        consecutive_failures: sql<number>`crawler_health.consecutive_failures + 1`,
+      }),
+    )
+    .execute();
 
 export const eventsOfRun = (db: Db, runId: number) =>
   db.selectFrom('crawler_events').selectAll().where('crawler_run_id', '=', runId).orderBy('start_at').orderBy('id').execute();

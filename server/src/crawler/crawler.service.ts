@@ -5,6 +5,7 @@ import type { StoredFile } from '../assistant/provider.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import { conflict } from '../errors.ts';
+import type { EventBus } from '../events.ts';
 import * as queries from './crawler.queries.ts';
 import { fetchSource } from './fetch-source.ts';
 import { detectFormat } from './parse/detect-format.ts';
@@ -27,6 +28,8 @@ export interface CrawlerOptions {
   /** CONVENTION_TIMEZONE; without it, the feed's own zone, else the server's. */
   timeZone: string | undefined;
   productName: string;
+  /** Where each run's outcome is published (metrics). */
+  events?: EventBus;
   fetch?: typeof fetch;
   timeoutMs?: number;
   maxBytes?: number;
@@ -37,12 +40,19 @@ export type RunOutcome =
   | { kind: 'stored'; runId: number; eventCount: number; changes: ScheduleChange[] }
   | { kind: 'failed'; runId: number; error: string };
 
-/** Figures for the Status screen (SPEC §3 "Bot status" → crawler). */
+/** Figures for the Status screen (SPEC §3 "Bot status" → crawler) and /metrics. */
 export interface CrawlerCounters {
   enabled: boolean;
   last_run: string | null;
   runs_triggered: number;
   runs_skipped: number;
+  /** The last check that read the schedule (stored, or found unchanged). */
+  last_success_at: string | null;
+  last_failure_at: string | null;
+  /** Failed checks since the last good one; 0 when the last check succeeded. */
+  consecutive_failures: number;
+  /** The last failure's error, kept after a later success for the record. */
+  last_error: string | null;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -92,9 +102,12 @@ export class CrawlerService {
     if (this.#running) throw conflict('A schedule refresh is already running', 'refresh_running');
     this.#triggered++;
     this.#lastRunAt = this.#options.clock.now().toISOString();
-    this.#running = this.#run(force).finally(() => {
-      this.#running = undefined;
-    });
+    const started = this.#options.clock.now().getTime();
+    this.#running = this.#run(force)
+      .then((outcome) => this.#recordHealth(outcome, started))
+      .finally(() => {
+        this.#running = undefined;
+      });
     return this.#running;
   }
 
@@ -115,8 +128,30 @@ export class CrawlerService {
   }
 
   async counters(enabled: boolean): Promise<CrawlerCounters> {
-    const last = await queries.lastRun(this.#db);
-    return { enabled, last_run: this.#lastRunAt ?? last?.created_at ?? null, runs_triggered: this.#triggered, runs_skipped: this.#skipped };
+    const [last, health] = await Promise.all([queries.lastRun(this.#db), queries.crawlerHealth(this.#db)]);
+    return {
+      enabled,
+      last_run: this.#lastRunAt ?? last?.created_at ?? null,
+      runs_triggered: this.#triggered,
+      runs_skipped: this.#skipped,
+      last_success_at: health?.last_success_at ?? null,
+      last_failure_at: health?.last_failure_at ?? null,
+      consecutive_failures: health?.consecutive_failures ?? 0,
+      last_error: health?.last_error ?? null,
+    };
+  }
+
+  /** Writes the check's outcome to the health row and publishes it; never throws. */
+  async #recordHealth(outcome: RunOutcome, started: number): Promise<RunOutcome> {
+    const now = this.#options.clock.now();
+    try {
+      if (outcome.kind === 'failed') await queries.recordCheckFailed(this.#db, now.toISOString(), outcome.error);
+      else await queries.recordCheckSucceeded(this.#db, now.toISOString());
+    } catch (error) {
+      this.#logger.error({ err: error }, 'could not record the crawler health');
+    }
+    this.#options.events?.publish('crawler_run', { outcome: outcome.kind, duration_ms: now.getTime() - started });
+    return outcome;
   }
 
   async #run(force: boolean): Promise<RunOutcome> {

@@ -24,3 +24,11 @@ export async function rememberedSetting(db: Db, name: string, now: string, creat
   await insertSettingOnce(db, name, await create(), now);
   return (await findSetting(db, name))!.value;
 }
+
+/** Stores `value` under `name`, replacing what was there. */
+export const saveSetting = (db: Db, name: string, value: string, now: string) =>
+  db
+    .insertInto('app_settings')
+    .values({ name, value, created_at: now })
+    .onConflict((conflict) => conflict.column('name').doUpdateSet({ value, created_at: now }))
+    .execute();

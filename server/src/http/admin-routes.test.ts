@@ -11,13 +11,18 @@ describe('every /api route', () => {
 
   beforeAll(async () => {
     ctx = await createTestContext();
-    routes.push(...ctx.app.listRoutes().filter((route) => route.url.startsWith('/api/')));
+    routes.push(...ctx.app.listRoutes().filter((route) => route.url.startsWith('/api/') && !route.public));
   });
   afterAll(() => ctx.close());
 
   it('exists in a number worth checking', () => {
     expect(routes.length).toBeGreaterThanOrEqual(4);
     expect(routes.map((route) => route.url)).toContain('/api/config');
+  });
+
+  it('is public only where the route says so, and then only the API description', () => {
+    const open = ctx.app.listRoutes().filter((route) => route.url.startsWith('/api/') && route.public);
+    expect(open.map((route) => `${route.method} ${route.url}`).sort()).toEqual(['GET /api/openapi.json', 'HEAD /api/openapi.json']);
   });
 
   it('answers 401 without a session, and with a forged cookie', async () => {

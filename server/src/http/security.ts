@@ -10,9 +10,13 @@ declare module 'fastify' {
     /** The signed-in admin, set for every /api/* request. */
     admin: AdminSession | null;
   }
+  interface FastifyContextConfig {
+    /** A route under /api/ that anyone may read (the API description); declared on the route itself. */
+    public?: boolean;
+  }
 }
 
-/** Every path under /api/ needs an admin session, matched route or not. */
+/** Every path under /api/ needs an admin session, matched route or not, unless its route is declared public. */
 export const isAdminPath = (path: string) => path.startsWith('/api/');
 
 export function setAdminCookie(request: FastifyRequest, reply: FastifyReply, token: string, expiresAt: Date): void {
@@ -41,18 +45,29 @@ export function adminToken(request: FastifyRequest): string | undefined {
 /**
  * A state-changing request from a browser carries Origin (or at least
  * Referer); when it names another site the request is refused. Requests with
- * neither header come from non-browser clients and pass.
+ * neither header come from non-browser clients and pass. The refusal names
+ * the origin it saw and the host the server believes it is, because the usual
+ * cause is not an attack but a reverse proxy that drops the port from Host.
  */
 function checkSameOrigin(request: FastifyRequest): void {
+  const header = request.headers.origin !== undefined ? 'Origin' : 'Referer';
   const source = request.headers.origin ?? request.headers.referer;
   if (source === undefined) return;
-  let host: string;
+  const site = `${request.protocol}://${request.host}`;
+  let origin: string | null = null;
   try {
-    host = new URL(source).host; // lower-cased, default port dropped
+    origin = new URL(source).origin; // lower-cased, default port dropped
   } catch {
-    throw forbidden('Cross-site request refused', 'cross_site_request');
+    // An unparseable Origin ("null" from a sandboxed frame) is never this site.
   }
-  if (host !== new URL(`${request.protocol}://${request.host}`).host) throw forbidden('Cross-site request refused', 'cross_site_request');
+  if (origin !== null && origin !== 'null' && new URL(origin).host === new URL(site).host) return;
+  const seen = origin && origin !== 'null' ? origin : source.slice(0, 200);
+  request.log.warn({ header, origin: seen, site, method: request.method, route: request.routeOptions.url }, 'cross-site request refused');
+  throw forbidden(
+    `Request refused: it comes from ${seen} (${header} header), which is not this site (${site}). ` +
+      'Behind a reverse proxy, forward the Host header with its port (nginx: proxy_set_header Host $http_host).',
+    'cross_site_request',
+  );
 }
 
 /**
@@ -62,7 +77,7 @@ function checkSameOrigin(request: FastifyRequest): void {
 export function registerSecurityHooks(app: FastifyInstance, auth: AuthService): void {
   app.decorateRequest('admin', null);
   app.addHook('onRequest', async (request, reply) => {
-    if (isAdminPath(request.routeOptions.url ?? request.url)) {
+    if (isAdminPath(request.routeOptions.url ?? request.url) && !request.routeOptions.config.public) {
       const token = adminToken(request);
       const session = token ? await auth.authenticate(token) : null;
       if (!session) throw unauthorized();

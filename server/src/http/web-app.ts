@@ -11,6 +11,12 @@ export interface WebAppValues {
   communityUrl: string | null;
   conventionUrl: string | null;
   version: string;
+  /** The operator's public chat wording (DESIGN §9), `{product}` already filled in. */
+  chat: {
+    welcomeMessage: string;
+    examplePrompts: string[];
+    aboutText: string;
+  };
 }
 
 const PLACEHOLDER = '<!--app-config-->';
@@ -30,21 +36,29 @@ const looksLikeFile = (url: string) => /\/[^/]*\.[a-z0-9]+$/i.test(url.split('?'
 /**
  * Serves the built app under /ui: hashed assets with a long cache life,
  * index.html (never cached) for every other /ui path so a reload on a deep
- * link works, and / redirects to /ui/.
+ * link works, and / redirects to /ui/. The run-time values are read on every
+ * page load, so wording edited on the Config screen shows on the next visit.
  */
-export async function registerWebApp(app: FastifyInstance, options: { distDir: string; values: WebAppValues }): Promise<void> {
+export async function registerWebApp(app: FastifyInstance, options: { distDir: string; values: () => WebAppValues }): Promise<void> {
   const indexFile = path.join(options.distDir, 'index.html');
-  const indexHtml = existsSync(indexFile) ? renderIndexHtml(readFileSync(indexFile, 'utf8'), options.values) : undefined;
-  if (!indexHtml) app.log.warn({ distDir: options.distDir }, 'the web app is not built; run `npm run build`');
-
-  const serveIndex = (_request: FastifyRequest, reply: FastifyReply) => {
-    if (!indexHtml) {
-      return reply.status(503).type('text/plain').send('The web app has not been built yet. Run `npm run build` (or `npm start`, which builds it).');
-    }
-    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(indexHtml);
+  const template = existsSync(indexFile) ? readFileSync(indexFile, 'utf8') : undefined;
+  if (!template) app.log.warn({ distDir: options.distDir }, 'the web app is not built; run `npm run build`');
+  let rendered: { key: string; html: string } | undefined;
+  const indexHtml = (template: string) => {
+    const values = options.values();
+    const key = JSON.stringify(values);
+    if (rendered?.key !== key) rendered = { key, html: renderIndexHtml(template, values) };
+    return rendered.html;
   };
 
-  if (indexHtml) {
+  const serveIndex = (_request: FastifyRequest, reply: FastifyReply) => {
+    if (!template) {
+      return reply.status(503).type('text/plain').send('The web app has not been built yet. Run `npm run build` (or `npm start`, which builds it).');
+    }
+    return reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(indexHtml(template));
+  };
+
+  if (template) {
     await app.register(fastifyStatic, {
       root: options.distDir,
       prefix: '/ui/',

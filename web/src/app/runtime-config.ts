@@ -5,6 +5,12 @@ export interface RuntimeConfig {
   communityUrl: string | null;
   conventionUrl: string | null;
   version: string;
+  /** The operator's public chat wording (Config screen, DESIGN §9); markdown except the prompts. */
+  chat: {
+    welcomeMessage: string;
+    examplePrompts: string[];
+    aboutText: string;
+  };
 }
 
 const DEFAULTS: RuntimeConfig = {
@@ -13,6 +19,11 @@ const DEFAULTS: RuntimeConfig = {
   communityUrl: null,
   conventionUrl: null,
   version: 'dev',
+  chat: {
+    welcomeMessage: "Hi! I'm Con Concierge, your guide to the convention. Ask me about panels, guests, rooms and times — for example:",
+    examplePrompts: [],
+    aboutText: 'Con Concierge is an independent, fan-made tool. It is not endorsed by or affiliated with the convention or its organizers.',
+  },
 };
 
 function read(): RuntimeConfig {

@@ -7,13 +7,6 @@ import { runtimeConfig } from '../app/runtime-config.ts';
 import { CHAT_TEXT, checkVerificationEnabled, loadHistory, sendMessage, verifyToken } from './chat-api.ts';
 import { MessageBubble, ThinkingBubble, type ChatMessage } from './MessageBubble.tsx';
 
-export const EXAMPLE_PROMPTS = [
-  "What's on in Hall B tonight?",
-  'When is the costume contest?',
-  'Where are the autograph sessions?',
-  "What's happening right now?",
-];
-
 /** Readiness (SPEC §4 "Chat readiness"). */
 type Readiness =
   | { kind: 'checking' }
@@ -28,9 +21,9 @@ function welcome(): ChatMessage {
   return {
     id: 'welcome',
     role: 'assistant',
-    text: `Hi! I'm ${runtimeConfig.productName}, your guide to the convention. Ask me about panels, guests, rooms and times — for example:`,
+    text: runtimeConfig.chat.welcomeMessage,
     timestamp: new Date().toISOString(),
-    examples: EXAMPLE_PROMPTS,
+    examples: runtimeConfig.chat.examplePrompts,
   };
 }
 
@@ -139,7 +132,10 @@ export function ChatPage() {
         },
       ]);
     } else {
-      setMessages((current) => [...current, { id: newId(), role: 'assistant', text: outcome.error, timestamp: new Date().toISOString(), error: true }]);
+      setMessages((current) => [
+        ...current,
+        { id: newId(), role: 'assistant', text: outcome.error, timestamp: new Date().toISOString(), error: true, markdown: outcome.operatorWording },
+      ]);
       setInput(message);
       setRefocus(true);
     }

@@ -18,6 +18,8 @@ export interface ChatMessage {
   sources?: Source[];
   /** An error bubble rather than an answer. */
   error?: boolean;
+  /** An error bubble whose text is the operator's markdown (the paused message). */
+  markdown?: boolean;
   /** Example prompts offered under the welcome message. */
   examples?: string[];
 }
@@ -55,11 +57,11 @@ export function MessageBubble({
         {mine ? (
           <Typography sx={{ whiteSpace: 'pre-wrap', wordBreak: 'break-word' }}>{message.text}</Typography>
         ) : message.error ? (
-          <Typography role="alert">{message.text}</Typography>
+          <Box role="alert">{message.markdown ? <Markdown text={message.text} /> : <Typography>{message.text}</Typography>}</Box>
         ) : (
           <Markdown text={message.text} />
         )}
-        {message.examples && (
+        {message.examples && message.examples.length > 0 && (
           <Stack direction="row" sx={{ flexWrap: 'wrap', gap: 1, mt: 1.5 }}>
             {message.examples.map((prompt) => (
               <Chip key={prompt} label={prompt} onClick={() => onExample(prompt)} disabled={examplesDisabled} variant="outlined" color="primary" clickable />

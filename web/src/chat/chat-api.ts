@@ -33,11 +33,27 @@ export const CHAT_TEXT = {
   feedbackOther: 'Failed to submit feedback. Please try again.',
 } as const;
 
-export type SendOutcome = { ok: true; response: string; feedbackId: number | null; sources: Source[] } | { ok: false; error: string };
+export type SendOutcome =
+  | { ok: true; response: string; feedbackId: number | null; sources: Source[] }
+  /** `operatorWording`: the text is the operator's markdown (the paused message), not one of SPEC's plain texts. */
+  | { ok: false; error: string; operatorWording?: boolean };
+
+/** While the bot is paused the server answers 503 with the operator's paused message (DESIGN §9). */
+const pausedMessage = (error: unknown) =>
+  error instanceof ApiError && error.status === 503 && error.code === 'paused' && error.serverMessage ? error.serverMessage : null;
+
+/**
+ * The server's own words when it refused a request as cross-site: it names
+ * the origin it saw, which is what an operator needs to fix a proxy that
+ * drops the port, and a visitor's "Verification failed" would hide it.
+ */
+const crossSiteRefusal = (error: ApiError) => (error.code === 'cross_site_request' && error.serverMessage ? error.serverMessage : null);
 
 /** How a failed send reads to the visitor (SPEC §8 "Chat send"). */
 export function sendErrorText(error: unknown): string {
   if (!(error instanceof ApiError)) return CHAT_TEXT.unknown;
+  const refusal = crossSiteRefusal(error);
+  if (refusal) return refusal;
   if (error.kind === 'timeout') return CHAT_TEXT.timeout;
   if (error.kind === 'network') return CHAT_TEXT.interrupted;
   switch (error.status) {
@@ -80,6 +96,8 @@ export async function sendMessage(message: string, token: string, clientMessageI
         await sleep(delay);
         continue;
       }
+      const paused = pausedMessage(error);
+      if (paused) return { ok: false, error: paused, operatorWording: true };
       return { ok: false, error: sendErrorText(error) };
     }
   }
@@ -106,6 +124,8 @@ export async function verifyToken(token: string): Promise<string | null> {
   } catch (error) {
     if (!(error instanceof ApiError)) return CHAT_TEXT.verifyOther;
     if (error.kind === 'timeout') return CHAT_TEXT.verifyTimeout;
+    const refusal = crossSiteRefusal(error);
+    if (refusal) return refusal;
     if (error.status === 400) return CHAT_TEXT.invalidToken;
     if (error.status === 429) return CHAT_TEXT.tooManyVerifications;
     if (error.status === 503) return CHAT_TEXT.disabled;

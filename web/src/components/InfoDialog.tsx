@@ -1,7 +1,8 @@
-import { Button, Dialog, DialogActions, DialogContent, DialogTitle, Link, Stack, Typography } from '@mui/material';
+import { Box, Button, Dialog, DialogActions, DialogContent, DialogTitle, Link, Stack, Typography } from '@mui/material';
 import { useQuery } from '@tanstack/react-query';
 import { api } from '../api/client.ts';
 import { runtimeConfig } from '../app/runtime-config.ts';
+import { Markdown } from '../chat/Markdown.tsx';
 
 interface LastRefresh {
   success: boolean;
@@ -30,18 +31,15 @@ function useLastRefresh(enabled: boolean) {
 /** The info dialog: what this app is (and is not), links, and when the schedule was last refreshed. */
 export function InfoDialog({ open, onClose }: { open: boolean; onClose: () => void }) {
   const { data: lastRefresh } = useLastRefresh(open);
-  const { productName, communityUrl, conventionUrl } = runtimeConfig;
+  const { productName, communityUrl, conventionUrl, chat } = runtimeConfig;
   return (
     <Dialog open={open} onClose={onClose} aria-labelledby="info-dialog-title" maxWidth="xs" fullWidth>
       <DialogTitle id="info-dialog-title">About {productName}</DialogTitle>
       <DialogContent>
         <Stack spacing={2}>
-          <Typography>
-            {productName} is an independent, fan-made tool. It is not endorsed by or affiliated with the convention or its organizers.
-          </Typography>
-          <Typography variant="body2" color="text.secondary">
-            Answers come from the published schedule and can be wrong or out of date — check with convention staff when it matters.
-          </Typography>
+          <Box data-testid="about-text">
+            <Markdown text={chat.aboutText} />
+          </Box>
           {(communityUrl || conventionUrl) && (
             <Stack spacing={0.5}>
               {communityUrl && (

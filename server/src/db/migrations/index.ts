@@ -7,6 +7,9 @@ import * as crawler from './20261122T110000-crawler.ts';
 import * as chatCounters from './20261122T120000-chat-counters.ts';
 import * as listIndexes from './20261123T090000-list-indexes.ts';
 import * as askPipeline from './20261123T100000-ask-pipeline.ts';
+import * as publicChatWording from './20261125T090000-public-chat-wording.ts';
+import * as crawlerHealth from './20261125T100000-crawler-health.ts';
+import * as retention from './20261125T110000-retention.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -24,6 +27,9 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261122T120000-chat-counters': chatCounters,
   '20261123T090000-list-indexes': listIndexes,
   '20261123T100000-ask-pipeline': askPipeline,
+  '20261125T090000-public-chat-wording': publicChatWording,
+  '20261125T100000-crawler-health': crawlerHealth,
+  '20261125T110000-retention': retention,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */

@@ -47,3 +47,12 @@ export interface CrawlerEventTable {
   created_at: string;
   updated_at: string;
 }
+
+/** The crawler's health, one row (id 1): last success, last failure, failures in a row. */
+export interface CrawlerHealthTable {
+  id: number;
+  last_success_at: string | null;
+  last_failure_at: string | null;
+  consecutive_failures: Generated<number>;
+  last_error: string | null;
+}

@@ -19,7 +19,7 @@ import type {
   SpentVerificationTokenTable,
 } from './chat.ts';
 import type { RuntimeConfigTable } from './config.ts';
-import type { CrawlerEventTable, CrawlerRunTable } from './crawler.ts';
+import type { CrawlerEventTable, CrawlerHealthTable, CrawlerRunTable } from './crawler.ts';
 
 /** Every table of the database, by name. Later domains add theirs here. */
 export interface DB {
@@ -58,6 +58,7 @@ export interface DB {
 
   crawler_runs: CrawlerRunTable;
   crawler_events: CrawlerEventTable;
+  crawler_health: CrawlerHealthTable;
 }
 
 export type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable, RuntimeConfigTable };

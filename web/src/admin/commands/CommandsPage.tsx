@@ -228,7 +228,7 @@ export default function CommandsPage() {
                 onClick={() =>
                   setConfirmation({
                     title: 'Kill',
-                    text: 'Stop the server? It finishes requests in flight and exits; your supervisor should restart it.',
+                    text: 'Restart the server? It finishes the answers in flight (up to 2 minutes) and exits; under a supervisor (the systemd unit in deploy/, Docker\'s restart policy) it starts again at once. Without one it stays stopped until someone starts it.',
                     run: simple('kill', '/api/quit', 'Quit!', 'Error sending quit signal'),
                   })
                 }

@@ -1,4 +1,4 @@
-import { LOG_LEVELS, TRUNCATION_TYPES, type ConfigField } from '@concierge/contract';
+import { EXAMPLE_PROMPT_MAX_LENGTH, EXAMPLE_PROMPTS_MAX, LOG_LEVELS, TRUNCATION_TYPES, type ConfigField } from '@concierge/contract';
 
 export type FieldKind = 'boolean' | 'integer' | 'decimal' | 'text' | 'multiline' | 'select';
 
@@ -28,10 +28,14 @@ export const SECTIONS: SectionSpec[] = [
   {
     title: 'General',
     fields: [
-      { name: 'paused', label: 'Paused', kind: 'boolean', help: 'While paused, the public chat and /ask answer that the concierge is taking a break.' },
+      { name: 'paused', label: 'Paused', kind: 'boolean', help: 'While paused, no question goes to the assistant; the public chat shows the paused message (Public Chat API section).' },
       { name: 'recover_panic', label: 'Recover from crashes', kind: 'boolean', help: 'Keep the bot running after an unexpected error in a command handler (the error is logged).' },
       { name: 'crawler_schedule', label: 'Crawler schedule', kind: 'text', help: 'Cron expression for refreshing the convention schedule, e.g. */30 * * * * for every 30 minutes.' },
       { name: 'donation_url', label: 'Donation URL', kind: 'text', help: 'Shown to Discord users who run out of questions. Empty turns it off.' },
+      { name: 'retention_messages_days', label: 'Keep chat messages (days)', kind: 'integer', min: 0, max: 3650, help: 'Public chat messages, their feedback and idle sessions are deleted after this many days. 0 keeps them for ever.' },
+      { name: 'retention_client_ip_days', label: 'Keep client addresses (days)', kind: 'integer', min: 0, max: 3650, help: 'IP addresses are removed from every record (and per-address limits) after this many days. 0 keeps them.' },
+      { name: 'retention_call_bodies_days', label: 'Keep AI call bodies (days)', kind: 'integer', min: 0, max: 3650, help: 'The OpenAI call logs lose their request and response bodies after this many days; timings and errors stay. 0 keeps them.' },
+      { name: 'retention_crawler_runs', label: 'Crawler runs with events', kind: 'integer', min: 0, max: 10_000, help: 'Events are kept for this many newest crawler runs (and always the last good one). 0 keeps all.' },
     ],
   },
   {
@@ -77,6 +81,10 @@ export const SECTIONS: SectionSpec[] = [
       { name: 'public_chat_enabled', label: 'Public chat enabled', kind: 'boolean', help: 'Off: the chat page says the service is unavailable.' },
       { name: 'public_chat_requests_per_minute', label: 'Requests per minute', kind: 'integer', min: 1, max: 60, help: 'Questions per visitor session per minute (1–60); one address may ask 10× this.' },
       { name: 'public_chat_turnstile_validation_enabled', label: 'Human verification', kind: 'boolean', help: 'Require Cloudflare Turnstile before chatting. Needs TURNSTILE_SITE_KEY and TURNSTILE_SECRET_KEY.' },
+      { name: 'public_chat_welcome_message', label: 'Welcome message', kind: 'multiline', help: 'The chat\'s first message, in Markdown. {product} becomes the product name.' },
+      { name: 'public_chat_example_prompts', label: 'Example prompts', kind: 'multiline', help: `Offered under the welcome message, one per line (at most ${EXAMPLE_PROMPTS_MAX}, ${EXAMPLE_PROMPT_MAX_LENGTH} characters each). Empty: none.` },
+      { name: 'public_chat_about_text', label: 'About text', kind: 'multiline', help: 'The info dialog\'s text, in Markdown: who runs this chat and what it is (official or fan-made), what is kept and for how long.' },
+      { name: 'public_chat_paused_message', label: 'Paused message', kind: 'multiline', help: 'What visitors are told while the bot is paused, in Markdown.' },
     ],
   },
   {

@@ -25,8 +25,30 @@ interface BotStatus {
     run_status: Record<string, number>;
   };
   api_requests: Record<string, number>;
-  crawler: { enabled: boolean; last_run: string | null; runs_triggered: number };
+  crawler: {
+    enabled: boolean;
+    last_run: string | null;
+    runs_triggered: number;
+    last_success_at?: string | null;
+    last_failure_at?: string | null;
+    consecutive_failures?: number;
+    last_error?: string | null;
+  };
   reports: Record<string, number>;
+  retention?: {
+    messages_days: number;
+    client_ip_days: number;
+    call_bodies_days: number;
+    crawler_runs_kept: number;
+    last_pass: {
+      at: string;
+      messages_deleted: number;
+      sessions_deleted: number;
+      client_ip_rows_scrubbed: number;
+      call_bodies_cleared: number;
+      crawler_events_deleted: number;
+    } | null;
+  };
   public_chat?: {
     session_count: number;
     active_session_count: number;
@@ -79,6 +101,33 @@ function StatusTable({ title, rows }: { title: string; rows: [string, ReactNode]
       </CardContent>
     </Card>
   );
+}
+
+const days = (value: number) => (value === 0 ? 'kept for ever' : `${n(value)} day${value === 1 ? '' : 's'}`);
+
+function retentionRows(retention: NonNullable<BotStatus['retention']>): [string, ReactNode][] {
+  const pass = retention.last_pass;
+  return [
+    ['Chat messages', days(retention.messages_days)],
+    ['Client addresses', days(retention.client_ip_days)],
+    ['AI call bodies', days(retention.call_bodies_days)],
+    ['Crawler events', retention.crawler_runs_kept === 0 ? 'all runs' : `last ${n(retention.crawler_runs_kept)} runs`],
+    ['Last clean-up', pass ? formatDateTime(pass.at) : 'not yet'],
+    ...(pass
+      ? ([
+          [
+            'It removed',
+            [
+              `${n(pass.messages_deleted)} messages`,
+              `${n(pass.sessions_deleted)} sessions`,
+              `${n(pass.client_ip_rows_scrubbed)} addresses`,
+              `${n(pass.call_bodies_cleared)} call bodies`,
+              `${n(pass.crawler_events_deleted)} crawler events`,
+            ].join(', '),
+          ],
+        ] as [string, ReactNode][])
+      : []),
+  ];
 }
 
 const entries = (map: Record<string, number>) => Object.entries(map).map(([key, value]): [string, ReactNode] => [key, n(value)]);
@@ -151,9 +200,21 @@ function StatusTables({ status }: { status: BotStatus }) {
               ['Enabled', yesNo(status.crawler.enabled)],
               ['Last run', formatDateTime(status.crawler.last_run)],
               ['Runs triggered', n(status.crawler.runs_triggered)],
+              ['Last success', formatDateTime(status.crawler.last_success_at ?? null)],
+              ['Last failure', formatDateTime(status.crawler.last_failure_at ?? null)],
+              [
+                'Failures in a row',
+                <Typography key="failures" component="span" variant="body2" color={status.crawler.consecutive_failures ? 'error' : undefined}>
+                  {n(status.crawler.consecutive_failures ?? 0)}
+                </Typography>,
+              ],
+              ...(status.crawler.consecutive_failures && status.crawler.last_error
+                ? [['Last error', <Typography key="error" component="span" variant="body2" color="error" sx={{ wordBreak: 'break-word' }}>{status.crawler.last_error}</Typography>] as [string, ReactNode]]
+                : []),
             ]}
           />
           <StatusTable title="Reports" rows={entries(status.reports)} />
+          {status.retention && <StatusTable title="Retention" rows={retentionRows(status.retention)} />}
         </Box>
         {chat && (
           <StatusTable
