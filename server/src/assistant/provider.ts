@@ -39,10 +39,9 @@ export interface RunSettings {
   truncation: { type: 'auto' } | { type: 'last_messages'; lastMessages: number };
 }
 
-export interface Source {
-  file_id: string;
-  filename: string;
-}
+/** What an answer cites (DESIGN §9 "Sources"; the contract's SourceSchema). */
+export type { Source } from '@concierge/contract';
+import type { Source } from '@concierge/contract';
 
 export interface Answer {
   /** The provider's id of the assistant message. */

@@ -13,7 +13,7 @@ const at = (local: string) => new Date(`${local}-05:00`);
 function event(title: string, start: string, end: string | null, facts: Record<string, string>, description: string) {
   return [
     `### ${title}`,
-    eventMarker(at(start), end ? at(end) : null),
+    eventMarker(at(start), end ? at(end) : null, { uid: `uid:${title.toLowerCase().replace(/\W+/g, '-')}` }),
     ...Object.entries(facts).map(([key, value]) => `- ${key}: ${value}`),
     '',
     description,
@@ -66,16 +66,27 @@ describe('the offline (local) assistant', () => {
     const result = await ask('Where is the lost and found?');
     expect(result.runStatus).toBe('completed');
     expect(result.answer.text).toContain('registration desk in the lobby');
-    expect(result.answer.text).toContain('*notes.txt*');
-    expect(result.answer.sources).toEqual([expect.objectContaining({ filename: 'notes.txt' })]);
+    // The source is named in `sources`, never in the text.
+    expect(result.answer.text).not.toContain('notes.txt');
+    expect(result.answer.text).not.toContain('offline assistant');
+    expect(result.answer.sources).toEqual([expect.objectContaining({ kind: 'file', title: 'Notes', filename: 'notes.txt' })]);
     expect(result.usage.total_tokens).toBeGreaterThan(0);
   });
 
   it('reads "tonight" against the schedule in the convention\'s time zone', async () => {
     const { answer } = await ask("What's on in Hall B tonight?");
     expect(answer.text).toContain('Friday Night Rave');
-    expect(answer.text).toContain('Fri, Mar 13, 21:00–01:00');
-    expect(answer.text).toContain('Where: Hall B');
+    expect(answer.text).toContain('Fri 13 Mar, 21:00–01:00 CDT');
+    expect(answer.text).toContain('· Hall B');
+    // Events are cited by the feed's own id, with their time and room.
+    expect(answer.sources).toContainEqual({
+      kind: 'event',
+      title: 'Friday Night Rave',
+      event_uid: 'uid:friday-night-rave',
+      starts_at: '2026-03-14T02:00:00.000Z',
+      ends_at: '2026-03-14T06:00:00.000Z',
+      location: 'Hall B',
+    });
     expect(answer.text).not.toContain('Karaoke');
     expect(answer.text).not.toContain('Filk Circle');
   });
@@ -99,7 +110,7 @@ describe('the offline (local) assistant', () => {
   it('finds a guest\'s events by name, accents and all', async () => {
     const { answer } = await ask('When does Juan Pérez appear?');
     expect(answer.text).toContain('Costume Contest');
-    expect(answer.text).toContain('Sat, Mar 14, 19:00–21:00');
+    expect(answer.text).toContain('Sat 14 Mar, 19:00–21:00 CDT');
   });
 
   it('says plainly when it finds nothing, and never invents', async () => {
