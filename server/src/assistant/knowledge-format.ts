@@ -12,7 +12,7 @@ import type { Source } from '@concierge/contract';
  *   <!-- event uid=talk-42 start=2026-03-13T21:00:00.000Z end=2026-03-14T01:00:00.000Z status=cancelled -->
  *   <!-- change kind=moved_room uid=talk-42 was=2026-03-13T20:00:00.000Z room=Hall%20A -->
  *
- * Values are URI-encoded, so a feed's id may hold any character.
+ * Spaces, "%" and ">" in values are percent-encoded, so a feed's id may hold any character.
  */
 
 export const timezoneMarker = (timeZone: string) => `<!-- timezone: ${timeZone} -->`;
@@ -35,7 +35,7 @@ export interface ChangeMarker {
 const attributes = (values: Record<string, string | null | undefined>) =>
   Object.entries(values)
     .filter((entry): entry is [string, string] => typeof entry[1] === 'string' && entry[1] !== '')
-    .map(([key, value]) => `${key}=${encodeURIComponent(value)}`)
+    .map(([key, value]) => `${key}=${value.replace(/[%\s>]/g, (character) => encodeURIComponent(character))}`)
     .join(' ');
 
 export function eventMarker(start: Date, end: Date | null, extra: { uid?: string; status?: EventMarker['status'] } = {}): string {

@@ -9,8 +9,7 @@ import * as queries from './crawler.queries.ts';
 import { fetchSource } from './fetch-source.ts';
 import { detectFormat } from './parse/detect-format.ts';
 import { diffSchedules, type ScheduleChange } from './parse/diff.ts';
-import { parseIcs } from './parse/parse-ics.ts';
-import { parseJsonFeed } from './parse/parse-json.ts';
+import { parseSchedule } from './parse/parse-schedule.ts';
 import { renderScheduleDocument } from './parse/render-document.ts';
 import type { ParsedSchedule, ScheduleEvent } from './parse/schedule-event.ts';
 import { daysToComingFriday, shiftSchedule } from './parse/shift.ts';
@@ -139,10 +138,10 @@ export class CrawlerService {
 
       const text = fetched.body.toString('utf8').replace(/^\uFEFF/, '');
       const detected = detectFormat(fetched.contentType, text);
-      if (!detected) throw new Error('The schedule is neither iCalendar nor a JSON feed');
+      if (!detected) throw new Error('The schedule is not iCalendar, frab/Pentabarf XML, frab/pretalx JSON or a JSON feed');
       format = detected;
       const zone = this.#options.timeZone ?? serverTimeZone();
-      let schedule = detected === 'ics' ? parseIcs(text, { timeZone: zone }) : parseJsonFeed(text, { timeZone: zone });
+      let schedule = parseSchedule(text, detected, zone);
       const timeZone = this.#options.timeZone ?? schedule.timeZone ?? serverTimeZone();
 
       // The bundled sample keeps fixed dates in its file; it is moved to the coming Friday,

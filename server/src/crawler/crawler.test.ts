@@ -184,7 +184,7 @@ describe('the schedule crawler', () => {
 
     const failures: [string, Parameters<FixtureServer['route']>[1], string][] = [
       ['server error', { status: 500, body: 'oops' }, 'answered 500'],
-      ['garbage', { body: '<html><body>Maintenance</body></html>', contentType: 'text/html' }, 'neither iCalendar nor a JSON feed'],
+      ['garbage', { body: '<html><body>Maintenance</body></html>', contentType: 'text/html' }, 'is not iCalendar, frab/Pentabarf XML, frab/pretalx JSON or a JSON feed'],
       ['broken calendar', { body: 'BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', contentType: 'text/calendar' }, 'no events'],
       ['endless body', { streamBytes: 50 * 1024 * 1024, contentType: 'text/calendar' }, 'too large'],
     ];
