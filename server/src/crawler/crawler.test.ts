@@ -160,9 +160,12 @@ describe('the schedule crawler', () => {
     ]);
     const files = await knowledgeFiles();
     expect(files.map((file) => file.filename)).toEqual([run.file]);
-    expect(await ask('Where is Robot Building Basics?')).toContain('Room 105');
+    const moved = await ask('Where is Robot Building Basics?');
+    expect(moved).toContain('Room 105');
+    expect(moved).toMatch(/moved \(was .* in Room 101\)/);
     const answer = await ask('Is Pixel Art Jam still on?');
-    expect(answer).toContain('Status: Cancelled');
+    expect(answer).toContain('**Pixel Art Jam** has been cancelled.');
+    expect(answer).not.toContain('Removed:');
   });
 
   it('reads a JSON feed', async () => {
