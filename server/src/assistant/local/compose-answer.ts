@@ -1,7 +1,7 @@
 import type { Source } from '../provider.ts';
 import { endOf, inWindow, type Hit, type KnowledgeIndex, type Passage, type ScheduleItem, type WeightedTerm } from './knowledge-index.ts';
 import { readQuestion, type QueryTerm, type QuestionReading } from './read-question.ts';
-import { fold, stem, synonymsOf, words } from './text.ts';
+import { fold, generalRarity, stem, synonymsOf, words } from './text.ts';
 import type { TimeWindow } from './time-window.ts';
 
 /** Events listed in full before "and N more". */
@@ -12,6 +12,7 @@ const MAX_DESCRIPTION_CHARS = 200;
 const MAX_QUOTE_CHARS = 500;
 /** A match must cover this share of the question's weight (rare words weigh most). */
 const MIN_COVERAGE = 0.6;
+const MIN_PASSAGE_COVERAGE = 0.5;
 /** Hits covering less than the best by more than this are left out. */
 const COVERAGE_SPREAD = 0.15;
 /** Hits scoring below this share of the best one are left out. */
@@ -19,6 +20,9 @@ const RELATIVE_SCORE_FLOOR = 0.35;
 /** "What's next?" without other limits looks this far ahead. */
 const NEXT_HOURS = 3;
 const SYNONYM_WEIGHT = 0.6;
+/** A word matched through a synonym covers this share of its weight. */
+const SYNONYM_COVERAGE = 0.7;
+const FUZZY_COVERAGE = 0.7;
 
 export const OFFLINE_HELP =
   "I'm the convention's offline assistant: I answer from the schedule and the convention's own files. Ask me about a panel, a guest, a room or a time — for example \"What's on in Hall B tonight?\" or \"When is the costume contest?\"";
@@ -136,7 +140,7 @@ function weighted(terms: QueryTerm[]): WeightedTerm[] {
   const result = new Map<string, WeightedTerm>();
   for (const term of terms) {
     result.set(term.word, { word: term.word, weight: 1 });
-    for (const synonym of synonymsOf(term.stem)) if (!result.has(synonym)) result.set(synonym, { word: synonym, weight: SYNONYM_WEIGHT });
+    for (const synonym of term.also) if (!result.has(synonym)) result.set(synonym, { word: synonym, weight: SYNONYM_WEIGHT });
   }
   return [...result.values()];
 }
@@ -148,14 +152,20 @@ function weighted(terms: QueryTerm[]): WeightedTerm[] {
  */
 function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[], terms: QueryTerm[], among: 'events' | 'passages') {
   const { index } = context;
-  const weights = terms.map((term) => (index.knows(term.stem) ? index.weight(term.stem, among) : maxWeight(index, among)));
+  // A word the knowledge never uses weighs by how rare it is in everyday English ("phone" little, "quidditch" fully).
+  const weights = terms.map((term) =>
+    index.knows(term.stem) || term.also.some((other) => index.knows(other)) ? index.weight(term.stem, among) : maxWeight(index, among) * generalRarity(term.stem),
+  );
   const total = weights.reduce((sum, weight) => sum + weight, 0) || 1;
   const questionWords = new Set(context.reading.words);
   const scored = hits.map((hit) => {
     const matched = new Set(hit.terms);
     let covered = 0;
     terms.forEach((term, position) => {
-      if (matched.has(term.stem) || synonymsOf(term.stem).some((synonym) => matched.has(stem(synonym)) || matched.has(synonym))) covered += weights[position]!;
+      // A typo-tolerant match counts for less than the word itself (or a longer word it starts).
+      const exact = hit.matches.some((found) => found.startsWith(term.stem));
+      if (matched.has(term.stem)) covered += weights[position]! * (exact ? 1 : FUZZY_COVERAGE);
+      else if (term.also.some((synonym) => matched.has(synonym) || matched.has(stem(synonym)))) covered += weights[position]! * SYNONYM_COVERAGE;
     });
     let score = hit.score;
     if (hit.item.kind === 'event') {
@@ -164,7 +174,9 @@ function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[]
     }
     return { ...hit, score, coverage: covered / total };
   });
-  const eligible = scored.filter((hit) => hit.coverage >= MIN_COVERAGE - 1e-9);
+  // Sentences asked of the files carry more incidental words than questions about an event.
+  const minimum = among === 'passages' ? MIN_PASSAGE_COVERAGE : MIN_COVERAGE;
+  const eligible = scored.filter((hit) => hit.coverage >= minimum - 1e-9);
   if (eligible.length === 0) return [];
   const bestCoverage = Math.max(...eligible.map((hit) => hit.coverage));
   const close = eligible.filter((hit) => hit.coverage >= bestCoverage - COVERAGE_SPREAD);
@@ -390,7 +402,7 @@ function renderPassageAnswer(found: { passage: Passage; terms: QueryTerm[] }): C
 function bestLines(text: string, terms: QueryTerm[]): string {
   if (text.length <= 320) return text;
   const units = text.includes('\n') ? text.split('\n').filter((line) => line.trim()) : text.split(/(?<=[.!?])\s+/);
-  const wanted = new Set(terms.flatMap((term) => [term.stem, ...synonymsOf(term.stem)]));
+  const wanted = new Set(terms.flatMap((term) => [term.stem, ...term.also]));
   const scores = units.map((unit) => new Set(words(unit).map(stem).filter((word) => wanted.has(word))).size);
   const best = Math.max(...scores);
   if (best === 0) return truncate(text, MAX_QUOTE_CHARS);

@@ -52,6 +52,8 @@ export interface Hit<T> {
   score: number;
   /** The query terms (stems) it matched. */
   terms: string[];
+  /** The indexed terms that matched them (the same, a longer word, or one a typo away). */
+  matches: string[];
 }
 
 export const DEFAULT_EVENT_MINUTES = 60;
@@ -65,7 +67,7 @@ const PASSAGE_BOOST = { headings: 3, text: 1 };
 
 const searchOptions = {
   prefix: (term: string) => term.length >= 5,
-  fuzzy: (term: string) => (/\d/.test(term) ? false : term.length >= 7 ? 2 : term.length >= 5 ? 1 : false),
+  fuzzy: (term: string) => (/\d/.test(term) ? false : term.length >= 9 ? 2 : term.length >= 5 ? 1 : false),
   maxFuzzy: 2,
   weights: { fuzzy: 0.5, prefix: 0.4 },
 };
@@ -161,7 +163,7 @@ export class KnowledgeIndex {
       boostTerm: (term: string) => weights.get(term) ?? 1,
       filter,
     });
-    return results.map((result) => ({ id: result.id as number, score: result.score, terms: result.queryTerms }));
+    return results.map((result) => ({ id: result.id as number, score: result.score, terms: result.queryTerms, matches: Object.keys(result.match) }));
   }
 
   /**

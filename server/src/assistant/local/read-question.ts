@@ -1,6 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import type { KnowledgeIndex } from './knowledge-index.ts';
-import { GENERIC_WORDS, STOP_WORDS, stem, words } from './text.ts';
+import { GENERIC_WORDS, PHRASE_SYNONYMS, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
 import { readTimeWindow, TIME_WORDS, type TimeReading } from './time-window.ts';
 
 /**
@@ -30,6 +30,8 @@ export interface QuestionReading {
 export interface QueryTerm {
   word: string;
   stem: string;
+  /** Stems meaning the same ("signing" → autograph; "board game" → tabletop). */
+  also: string[];
   /** Filler in a question about the schedule ("panel", "happening"): dropped when better words remain. */
   generic: boolean;
 }
@@ -63,7 +65,7 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   if (relationAt !== -1) {
     const anchor: QueryTerm[] = [];
     for (let position = relationAt + 1; position < tokens.length && !used.has(position); position++) {
-      const term = toTerm(tokens[position]!);
+      const term = toTerm(tokens[position]!, []);
       if (term) anchor.push(term);
       used.add(position);
     }
@@ -78,10 +80,20 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
     who: tokens.includes('who') || tokens.includes('whos'),
   };
 
+  // Phrases with synonyms of their own ("board game" → tabletop).
+  const phraseSynonyms = new Map<number, string[]>();
+  for (const phrase of PHRASE_SYNONYMS) {
+    for (let start = 0; start + phrase.words.length <= tokens.length; start++) {
+      if (phrase.words.every((word, offset) => stem(tokens[start + offset]!) === stem(word))) {
+        for (let offset = 0; offset < phrase.words.length; offset++) phraseSynonyms.set(start + offset, [...(phraseSynonyms.get(start + offset) ?? []), ...phrase.stems]);
+      }
+    }
+  }
+
   const all: QueryTerm[] = [];
   const passageTerms: QueryTerm[] = [];
   tokens.forEach((word, position) => {
-    const term = toTerm(word);
+    const term = toTerm(word, phraseSynonyms.get(position));
     if (!term) return;
     if (!tracks.length || !used.has(position)) passageTerms.push(term);
     if (used.has(position) && !(tracks.length && isTrackWord(word, tracks))) return;
@@ -93,9 +105,15 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   return { words: tokens, terms, passageTerms: dedupe(passageTerms), time, rooms, tracks, guests, relation, asks };
 }
 
-function toTerm(word: string): QueryTerm | null {
+function toTerm(word: string, phraseSynonyms: string[] = []): QueryTerm | null {
   if (STOP_WORDS.has(word) || word.length < 2) return null;
-  return { word, stem: stem(word), generic: GENERIC_WORDS.has(word) || TIME_WORDS.has(word) };
+  const stemmed = stem(word);
+  return {
+    word,
+    stem: stemmed,
+    also: [...new Set([...synonymsOf(stemmed), ...phraseSynonyms])].filter((other) => other !== stemmed),
+    generic: GENERIC_WORDS.has(word) || TIME_WORDS.has(word),
+  };
 }
 
 const dedupe = (terms: QueryTerm[]) => [...new Map(terms.map((term) => [term.stem, term])).values()];

