@@ -21,7 +21,7 @@ const RELATIVE_SCORE_FLOOR = 0.35;
 const NEXT_HOURS = 3;
 const SYNONYM_WEIGHT = 0.6;
 /** A word matched through a synonym covers this share of its weight. */
-const SYNONYM_COVERAGE = 0.7;
+const SYNONYM_COVERAGE = 0.85;
 const FUZZY_COVERAGE = 0.7;
 
 export const OFFLINE_HELP =
@@ -93,7 +93,9 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
   // What the files say.
   const passage = findPassage(context);
   const scheduleSignals = Boolean(time.window || rooms.length || guests.length || tracks.length);
-  const usePassage = passage && (events.length === 0 || (!scheduleSignals && !listing && passage.coverage > eventCoverage + COVERAGE_SPREAD));
+  // "What's in the Main Hall on Sunday?" with nothing there is answered by the schedule, not by a file that names the hall.
+  const pureListing = terms.length === 0 && scheduleSignals;
+  const usePassage = passage && !pureListing && (events.length === 0 || (!scheduleSignals && !listing && passage.coverage > eventCoverage + COVERAGE_SPREAD));
   const alsoPassage = passage && !usePassage && events.length > 0 && !scheduleSignals && !listing && passage.coverage >= eventCoverage - 0.05;
 
   if (usePassage) return renderPassageAnswer(passage!);
@@ -139,8 +141,8 @@ function searchEvents(context: Context, terms: QueryTerm[], filter: (event: Sche
 function weighted(terms: QueryTerm[]): WeightedTerm[] {
   const result = new Map<string, WeightedTerm>();
   for (const term of terms) {
-    result.set(term.word, { word: term.word, weight: 1 });
-    for (const synonym of term.also) if (!result.has(synonym)) result.set(synonym, { word: synonym, weight: SYNONYM_WEIGHT });
+    result.set(term.word, { word: term.word, weight: 1, exact: false });
+    for (const synonym of term.also) if (!result.has(synonym)) result.set(synonym, { word: synonym, weight: SYNONYM_WEIGHT, exact: true });
   }
   return [...result.values()];
 }
@@ -346,10 +348,21 @@ function eventLine(context: Context, event: ScheduleItem, options: { compact: bo
   const extras: string[] = [];
   if (showPeople) extras.push(`with ${event.speakers.join(', ')}`);
   if (!options.compact && event.track) extras.push(`${event.track} track`);
-  if (!options.compact && event.language) extras.push(`in ${event.language}`);
+  const language = languageName(event.language);
+  if (!options.compact && language && language !== 'English') extras.push(`in ${language}`);
   if (extras.length) line.push(`  ${capitalize(extras.join(' · '))}`);
   if (!options.compact && event.description) line.push(`  ${firstSentences(event.description, MAX_DESCRIPTION_CHARS)}`);
   return line.join('\n');
+}
+
+const LANGUAGES = new Intl.DisplayNames(['en'], { type: 'language' });
+function languageName(code: string | null): string | null {
+  if (!code) return null;
+  try {
+    return LANGUAGES.of(code) ?? code;
+  } catch {
+    return code;
+  }
 }
 
 const capitalize = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);

@@ -79,6 +79,8 @@ interface Vocabulary {
   speakers: Map<string, string>;
   /** Adjacent word pairs of event titles ("game night"), to tell a title's words from time words. */
   titleBigrams: Set<string>;
+  /** Every word of an event title. */
+  titleWords: Set<string>;
 }
 
 export class KnowledgeIndex {
@@ -88,7 +90,7 @@ export class KnowledgeIndex {
   readonly timeZone: string | undefined;
   /** Local days (yyyy-mm-dd) that have events, in order. */
   readonly eventDays: string[];
-  readonly vocabulary: Vocabulary = { rooms: new Map(), tracks: new Map(), speakers: new Map(), titleBigrams: new Set() };
+  readonly vocabulary: Vocabulary = { rooms: new Map(), tracks: new Map(), speakers: new Map(), titleBigrams: new Set(), titleWords: new Set() };
   readonly #eventSearch: MiniSearch<ScheduleItem>;
   readonly #passageSearch: MiniSearch<Passage>;
   /** How many events (passages) hold each term, for weighing a question's words. */
@@ -108,6 +110,7 @@ export class KnowledgeIndex {
       if (event.track) this.vocabulary.tracks.set(fold(event.track).trim(), event.track);
       for (const speaker of event.speakers) this.vocabulary.speakers.set(words(speaker).join(' '), speaker);
       const titleWords = words(event.title);
+      for (const word of titleWords) this.vocabulary.titleWords.add(word);
       for (let i = 0; i + 1 < titleWords.length; i++) this.vocabulary.titleBigrams.add(`${titleWords[i]} ${titleWords[i + 1]}`);
     }
 
@@ -158,9 +161,12 @@ export class KnowledgeIndex {
     if (terms.length === 0) return [];
     // MiniSearch hands boostTerm the processed term (the stem).
     const weights = new Map(terms.flatMap((term) => [[term.word, term.weight] as const, [stem(term.word), term.weight] as const]));
+    const exact = new Set(terms.filter((term) => term.exact).flatMap((term) => [term.word, stem(term.word)]));
     const results = search.search(terms.map((term) => term.word).join(' '), {
       combineWith: 'OR',
       boostTerm: (term: string) => weights.get(term) ?? 1,
+      fuzzy: (term: string) => (exact.has(term) ? false : searchOptions.fuzzy(term)),
+      prefix: (term: string) => !exact.has(term) && searchOptions.prefix(term),
       filter,
     });
     return results.map((result) => ({ id: result.id as number, score: result.score, terms: result.queryTerms, matches: Object.keys(result.match) }));
@@ -198,6 +204,8 @@ export interface WeightedTerm {
   /** The word as the question has it (MiniSearch stems it). */
   word: string;
   weight: number;
+  /** Matched only as it is (a synonym: no typo tolerance, or "dinner" would find "winner"). */
+  exact: boolean;
 }
 
 function countTerms(counts: Map<string, number>, fields: string[]): void {

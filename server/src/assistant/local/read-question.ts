@@ -1,6 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import type { KnowledgeIndex } from './knowledge-index.ts';
-import { GENERIC_WORDS, PHRASE_SYNONYMS, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
+import { generalRarity, GENERIC_WORDS, PHRASE_SYNONYMS, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
 import { readTimeWindow, TIME_WORDS, type TimeReading } from './time-window.ts';
 
 /**
@@ -37,6 +37,7 @@ export interface QueryTerm {
 }
 
 const RELATION_WORDS: Record<string, 'after' | 'before'> = { after: 'after', following: 'after', before: 'before', preceding: 'before', prior: 'before' };
+const WEAK_STATUS_WORDS = new Set(['still', 'happening', 'off', 'change', 'move']);
 const STATUS_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed', 'still', 'happening', 'off']);
 
 export function readQuestion(question: string, index: KnowledgeIndex, now: Date, timeZone: string): QuestionReading {
@@ -56,8 +57,8 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   const time = readTimeWindow(tokens, now, timeZone, index.eventDays, titleWord);
   for (const position of time.used) used.add(position);
 
-  const rooms = matchNames(tokens, index.vocabulary.rooms, used, { partial: true });
-  const tracks = matchNames(tokens, index.vocabulary.tracks, used, { partial: false, keepWords: true });
+  const rooms = matchNames(tokens, index.vocabulary.rooms, used, { partial: true, titleWords: index.vocabulary.titleWords });
+  const tracks = matchNames(tokens, index.vocabulary.tracks, used, { partial: false, titleWords: index.vocabulary.titleWords });
   const guests = matchGuests(tokens, index, used);
 
   const relationAt = tokens.findIndex((word, position) => word in RELATION_WORDS && !used.has(position));
@@ -76,7 +77,8 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   const text = tokens.join(' ');
   const asks = {
     howLong: /\bhow long\b|\bduration\b|\blength\b|\bwhen does .* (end|finish)\b|\bhow many (hours|minutes)\b/.test(text),
-    status: tokens.some((word) => STATUS_WORDS.has(word)) || /\bstill on\b/.test(text),
+    // "Is X happening?" asks whether it is still on; "what's happening in Hall B?" does not.
+    status: tokens.some((word) => STATUS_WORDS.has(word) && !WEAK_STATUS_WORDS.has(word)) || /\bstill (on|happening|going ahead)\b/.test(text) || /^(is|are|will) .*\b(happening|on)$/.test(text),
     who: tokens.includes('who') || tokens.includes('whos'),
   };
 
@@ -125,9 +127,11 @@ const isTrackWord = (word: string, tracks: string[]) => tracks.some((track) => w
  * them. With `partial`, a name's leading words are enough when they are
  * distinctive ("Hall B" for "Hall B (Level 2)"): two words, or one with a digit.
  */
-function matchNames(tokens: string[], vocabulary: Map<string, string>, used: Set<number>, options: { partial: boolean; keepWords?: boolean }): string[] {
+function matchNames(tokens: string[], vocabulary: Map<string, string>, used: Set<number>, options: { partial: boolean; titleWords: ReadonlySet<string> }): string[] {
   const exact: { name: string; at: number; length: number }[] = [];
   const partial: { name: string; at: number; length: number }[] = [];
+  const wordCounts = new Map<string, number>();
+  for (const folded of vocabulary.keys()) for (const word of new Set(words(folded))) wordCounts.set(word, (wordCounts.get(word) ?? 0) + 1);
   const find = (phrase: string[]) => {
     if (phrase.length === 0) return -1;
     outer: for (let start = 0; start + phrase.length <= tokens.length; start++) {
@@ -148,26 +152,40 @@ function matchNames(tokens: string[], vocabulary: Map<string, string>, used: Set
     }
     if (!options.partial) continue;
     // The name before any "(…)", " - …" or ", …" part, then its leading words.
-    const main = words(folded.split(/\s[-–(]|[(,/]/)[0]!);
-    for (let length = Math.min(main.length, nameWords.length); length >= 1; length--) {
+    let main = words(folded.split(/\s[-–(]|[(,/]/)[0]!);
+    if (main[0] === 'the') main = main.slice(1);
+    let matched = false;
+    for (let length = Math.min(main.length, nameWords.length); length >= 1 && !matched; length--) {
       const phrase = main.slice(0, length);
       const distinctive = phrase.length >= 2 || /\d/.test(phrase[0]!);
       if (!distinctive) break;
       const where = find(phrase);
       if (where !== -1) {
         partial.push({ name, at: where, length });
-        break;
+        matched = true;
       }
+    }
+    if (matched) continue;
+    // Its words in another order ("the Tejo auditorium"), or one word that no other room and no title has and that is no everyday word ("Alfama").
+    const positions = main.map((word) => tokens.findIndex((token, position) => token === word && !used.has(position)));
+    if (main.length >= 2 && positions.every((position) => position !== -1)) {
+      for (const position of positions) partial.push({ name, at: position, length: 1 });
+      continue;
+    }
+    for (const [offset, word] of main.entries()) {
+      const position = positions[offset]!;
+      if (position === -1 || word.length < 4 || STOP_WORDS.has(word) || TIME_WORDS.has(word) || GENERIC_WORDS.has(word) || options.titleWords.has(word)) continue;
+      if ((wordCounts.get(word) ?? 0) === 1 && generalRarity(stem(word)) >= 0.6) partial.push({ name, at: position, length: 1 });
     }
   }
   const chosen = exact.length ? exact : partial;
   if (chosen.length === 0) return [];
   // The longest phrase wins ("Hall B Annex" over "Hall B").
   const longest = Math.max(...chosen.map((match) => match.length));
-  const winners = chosen.filter((match) => match.length === longest);
-  if (!options.keepWords) for (const match of winners) for (let i = 0; i < match.length; i++) used.add(match.at + i);
-  else for (const match of winners) for (let i = 0; i < match.length; i++) used.add(match.at + i);
-  return [...new Set(winners.map((match) => match.name))];
+  const winners = chosen.filter((match) => match.length === longest || partial.includes(match));
+  const names = new Set(winners.map((match) => match.name));
+  for (const match of chosen) if (names.has(match.name)) for (let i = 0; i < match.length; i++) used.add(match.at + i);
+  return [...names];
 }
 
 /**
