@@ -1,3 +1,4 @@
+import { instantOf, zonedParts } from '../../time-zone.ts';
 import type { Source } from '../provider.ts';
 import { endOf, inWindow, type Hit, type KnowledgeIndex, type Passage, type ScheduleItem, type WeightedTerm } from './knowledge-index.ts';
 import { readQuestion, type QueryTerm, type QuestionReading } from './read-question.ts';
@@ -201,12 +202,15 @@ function answerRelation(context: Context, relation: NonNullable<QuestionReading[
   const anchor = anchors[0]?.item;
   if (!anchor) return null;
   const rooms = reading.rooms.length ? new Set(reading.rooms) : anchor.room ? new Set([anchor.room]) : null;
-  const sameDay = (event: ScheduleItem) => event.start.getTime() - anchor.start.getTime() < 20 * 3_600_000;
+  // The convention day of the anchor: from 06:00 to 06:00 the next morning (a night runs past midnight).
+  const dayStart = conventionDayStart(anchor.start, context.timeZone);
+  const dayEnd = dayStart + 24 * 3_600_000;
+  const sameDay = (event: ScheduleItem) => event.start.getTime() >= dayStart && event.start.getTime() < dayEnd;
   const candidates = index.events.filter((event) => event !== anchor && event.status !== 'cancelled' && (!rooms || (event.room !== null && rooms.has(event.room))));
   const chosen =
     relation.kind === 'after'
       ? candidates.filter((event) => event.start.getTime() >= anchor.start.getTime() + 60_000 && sameDay(event)).slice(0, 3)
-      : candidates.filter((event) => event.start.getTime() < anchor.start.getTime() && anchor.start.getTime() - event.start.getTime() < 20 * 3_600_000).slice(-3);
+      : candidates.filter((event) => event.start.getTime() < anchor.start.getTime() && sameDay(event)).slice(-3);
   const where = rooms ? ` in ${[...rooms].join(' or ')}` : '';
   const lead = `${relation.kind === 'after' ? 'After' : 'Before'} ${eventLine(context, anchor, { compact: true }).replace(/^- /, '')}:`;
   if (chosen.length === 0) {
@@ -217,6 +221,11 @@ function answerRelation(context: Context, relation: NonNullable<QuestionReading[
   }
   const list = chosen.map((event) => eventLine(context, event, { compact: true })).join('\n');
   return { text: `${lead}\n\n${list}`, sources: [eventSource(anchor), ...chosen.map(eventSource)] };
+}
+
+function conventionDayStart(date: Date, timeZone: string): number {
+  const local = zonedParts(new Date(date.getTime() - 6 * 3_600_000), timeZone);
+  return instantOf({ year: local.year, month: local.month, day: local.day, hour: 6 }, timeZone).getTime();
 }
 
 /** "What's on now?": what runs now; with nothing now, what is next, or when the convention starts. */
