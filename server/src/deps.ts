@@ -4,6 +4,7 @@ import path from 'node:path';
 import type pino from 'pino';
 import { StatusService } from './admin/status.service.ts';
 import { AssistantService } from './assistant/assistant.service.ts';
+import { KnowledgeService } from './assistant/knowledge.service.ts';
 import { LocalProvider } from './assistant/local/local-provider.ts';
 import { OpenAIProvider } from './assistant/openai/openai-provider.ts';
 import type { AssistantProvider } from './assistant/provider.ts';
@@ -34,6 +35,8 @@ export interface Deps {
   auth: AuthService;
   events: EventBus;
   assistant: AssistantService;
+  /** The documents the assistant knows, whatever the provider; synced to the provider on start. */
+  knowledge: KnowledgeService;
   chat: ChatService;
   crawler: CrawlerService;
   status: StatusService;
@@ -97,6 +100,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       config: () => config.get(),
       events,
     });
+    const knowledge = new KnowledgeService({ database, clock, logger: loggers.get('assistant'), assistant });
     const chat = new ChatService({
       database,
       clock,
@@ -113,7 +117,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       database,
       clock,
       logger: loggers.get('crawler'),
-      assistant,
+      knowledge,
       source: env.CRAWLER_URL,
       bundledSource: BUNDLED_SCHEDULE_PATH,
       timeZone: env.CONVENTION_TIMEZONE,
@@ -146,6 +150,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       auth,
       events,
       assistant,
+      knowledge,
       chat,
       crawler,
       crawlerScheduler,
@@ -160,6 +165,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       async close() {
         await crawlerScheduler.stop();
         await housekeeping.stop();
+        await knowledge.settled();
         await database.close();
       },
     };

@@ -25,6 +25,8 @@ export async function startServer(
   try {
     app = await buildApp(deps);
     await app.listen({ port: env.PORT, host: env.HOST });
+    // A new provider or vector store gets the known documents again; the crawler's first upload waits for it.
+    void deps.knowledge.sync();
     if (options.runCrawler ?? true) deps.crawlerScheduler.start();
     deps.housekeeping.start();
   } catch (error) {

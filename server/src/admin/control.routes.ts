@@ -63,6 +63,7 @@ export function registerControlRoutes(app: FastifyInstance, deps: ControlDeps): 
     rateLimited: gauge('concierge_public_chat_rate_limited_sessions', 'Sessions that hit the rate limit'),
     processing: gauge('concierge_public_chat_average_processing_milliseconds', 'Average time to answer a question'),
     crawlerRuns: gauge('concierge_crawler_runs_triggered_total', 'Schedule refreshes triggered since start'),
+    crawlerHeld: gauge('concierge_crawler_run_held', '1 while the newest schedule run is held (its events fell by more than half) until an operator forces a refresh'),
   };
 
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
@@ -92,6 +93,7 @@ export function registerControlRoutes(app: FastifyInstance, deps: ControlDeps): 
     metrics.rateLimited.set(chat.rate_limit_exceeded_count);
     metrics.processing.set(chat.average_processing_time_ms);
     metrics.crawlerRuns.set(status.crawler.runs_triggered);
+    metrics.crawlerHeld.set(status.crawler.held_run ? 1 : 0);
     return reply.type(registry.contentType).send(await registry.metrics());
   });
 }

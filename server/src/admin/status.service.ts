@@ -120,7 +120,12 @@ export class StatusService {
       uptime: this.uptimeText(),
       reports: {} as Record<string, number>,
       users_seen: 0,
-      crawler: { enabled: crawlerCounters.enabled, last_run: crawlerCounters.last_run, runs_triggered: crawlerCounters.runs_triggered },
+      crawler: {
+        enabled: crawlerCounters.enabled,
+        last_run: crawlerCounters.last_run,
+        runs_triggered: crawlerCounters.runs_triggered,
+        held_run: crawlerCounters.held_run,
+      },
       public_chat: await queries.publicChatFigures(this.#options.database, now.toISOString(), todayStart),
     };
   }

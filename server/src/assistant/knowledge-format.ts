@@ -117,6 +117,8 @@ export function knowledgeTitle(filename: string): string {
   if (SCHEDULE_FILE_PATTERN.test(filename)) return SCHEDULE_TITLE;
   const base = filename.replace(/\.[A-Za-z0-9]{1,8}$/, '').replace(/[-_]+/g, ' ').replace(/\s+/g, ' ').trim();
   if (!base) return filename;
+  // A short single word is an initialism more often than not ("faq.md" → "FAQ").
+  if (/^[a-z]{2,4}$/i.test(base)) return base.toUpperCase();
   return base.charAt(0).toUpperCase() + base.slice(1);
 }
 

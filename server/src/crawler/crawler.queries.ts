@@ -3,9 +3,25 @@ import { containsText, isPresent, paged, type ListPage } from '../admin/list-que
 import type { Db } from '../db/database.ts';
 import type { CrawlerEventTable, CrawlerRunTable } from '../db/schema/crawler.ts';
 
-/** The newest run that completed without an error. */
+/** The newest run that completed without an error and was not held: the schedule the assistant knows. */
 export const lastSuccessfulRun = (db: Db) =>
-  db.selectFrom('crawler_runs').selectAll().where('error', 'is', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
+  db.selectFrom('crawler_runs').selectAll().where('error', 'is', null).where('held', '=', false).orderBy('id', 'desc').limit(1).executeTakeFirst();
+
+/** The same, for one source: a new CRAWLER_URL starts a history of its own. */
+export const lastSuccessfulRunOf = (db: Db, url: string) =>
+  db
+    .selectFrom('crawler_runs')
+    .selectAll()
+    .where('url', '=', url)
+    .where('error', 'is', null)
+    .where('held', '=', false)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+
+/** The newest run of a source that stored its events (held or not). */
+export const lastStoredRunOf = (db: Db, url: string) =>
+  db.selectFrom('crawler_runs').selectAll().where('url', '=', url).where('error', 'is', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
 
 export const lastRun = (db: Db) => db.selectFrom('crawler_runs').selectAll().orderBy('id', 'desc').limit(1).executeTakeFirst();
 
@@ -51,6 +67,8 @@ export const listRuns = (db: Db, filters: RunFilters) =>
       'time_zone',
       'changes',
       'duration_ms',
+      'held',
+      'warning',
       'created_at',
       'updated_at',
     ])

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { AssistantService } from '../assistant/assistant.service.ts';
-import type { StoredFile } from '../assistant/provider.ts';
+import type { KnowledgeService } from '../assistant/knowledge.service.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import { conflict } from '../errors.ts';
@@ -18,7 +17,7 @@ export interface CrawlerOptions {
   database: Database;
   clock: Clock;
   logger: Logger;
-  assistant: AssistantService;
+  knowledge: KnowledgeService;
   /** CRAWLER_URL: an http(s) URL or a file path. */
   source: string;
   /** The bundled sample schedule's path: its dates are moved to the coming Friday. */
@@ -32,9 +31,13 @@ export interface CrawlerOptions {
 }
 
 export type RunOutcome =
-  | { kind: 'skipped'; reason: 'not_modified' | 'unchanged' }
+  | { kind: 'skipped'; reason: 'not_modified' | 'unchanged' | 'still_held' }
   | { kind: 'stored'; runId: number; eventCount: number; changes: ScheduleChange[] }
+  | { kind: 'held'; runId: number; eventCount: number; previousCount: number; warning: string }
   | { kind: 'failed'; runId: number; error: string };
+
+/** A run whose event count falls below this share of the last good run's is held until forced. */
+const HOLD_BELOW_SHARE = 0.5;
 
 /** Figures for the Status screen (SPEC §3 "Bot status" → crawler). */
 export interface CrawlerCounters {
@@ -42,11 +45,12 @@ export interface CrawlerCounters {
   last_run: string | null;
   runs_triggered: number;
   runs_skipped: number;
+  /** The newest run of the current source, when it is held. */
+  held_run: { id: number; event_count: number; warning: string | null; created_at: string } | null;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_BYTES = 20 * 1024 * 1024;
-const SCHEDULE_FILE = /^schedule-\d{4}-\d\d-\d\dT\d{4}Z\.md$/;
 
 /**
  * Fetches the convention's schedule, parses it, records what changed since
@@ -115,13 +119,22 @@ export class CrawlerService {
 
   async counters(enabled: boolean): Promise<CrawlerCounters> {
     const last = await queries.lastRun(this.#db);
-    return { enabled, last_run: this.#lastRunAt ?? last?.created_at ?? null, runs_triggered: this.#triggered, runs_skipped: this.#skipped };
+    const stored = await queries.lastStoredRunOf(this.#db, this.#options.source);
+    return {
+      enabled,
+      last_run: this.#lastRunAt ?? last?.created_at ?? null,
+      runs_triggered: this.#triggered,
+      runs_skipped: this.#skipped,
+      held_run: stored?.held ? { id: stored.id, event_count: stored.event_count, warning: stored.warning, created_at: stored.created_at } : null,
+    };
   }
 
   async #run(force: boolean): Promise<RunOutcome> {
     const started = this.#options.clock.now().getTime();
     const { source } = this.#options;
-    const previous = await queries.lastSuccessfulRun(this.#db);
+    // A new source starts a history of its own: nothing of the old one reads as removed.
+    const previous = await queries.lastSuccessfulRunOf(this.#db, source);
+    const lastStored = await queries.lastStoredRunOf(this.#db, source);
     let hash: string | null = null;
     let validators: { etag: string | null; lastModified: string | null } = { etag: null, lastModified: null };
     let format: string | null = null;
@@ -153,6 +166,7 @@ export class CrawlerService {
       }
       hash = createHash('sha256').update(fetched.body).update(shiftDays ? `shift:${shiftDays}` : '').digest('hex');
       if (!force && previous && previous.hash === hash) return this.#skip('unchanged');
+      if (!force && lastStored?.held && lastStored.hash === hash) return this.#skip('still_held');
 
       return await this.#store(schedule, { hash, format: detected, timeZone, validators, previous, force, started });
     } catch (error) {
@@ -194,11 +208,18 @@ export class CrawlerService {
     const speakers = new Set(schedule.events.flatMap((event) => event.speakers));
     const file = `schedule-${now.toISOString().slice(0, 16).replace(':', '')}Z.md`;
 
+    // A feed that lost more than half its events is more likely broken than cancelled: hold it.
+    const previousCount = context.previous?.event_count ?? 0;
+    const held = !context.force && previousCount > 0 && schedule.events.length < previousCount * HOLD_BELOW_SHARE;
+    const warning = held
+      ? `Held: ${schedule.events.length} events against ${previousCount} in run ${context.previous!.id}. The previous schedule stays live until an operator presses Force.`
+      : null;
+
     const runId = await this.#options.database.transaction(async (trx) => {
       const id = await queries.insertRun(trx, {
         url: this.#options.source,
         hash: context.hash,
-        file,
+        file: held ? null : file,
         tracks: tracks.join(', '),
         error: null,
         event_count: schedule.events.length,
@@ -209,12 +230,18 @@ export class CrawlerService {
         changes: JSON.stringify(changes),
         etag: context.validators.etag,
         last_modified: context.validators.lastModified,
+        held,
+        warning,
         created_at: now.toISOString(),
         updated_at: now.toISOString(),
       });
       await queries.insertEvents(trx, schedule.events.map((event) => eventToRow(event, id, context.timeZone, now.toISOString())));
       return id;
     });
+    if (held) {
+      this.#logger.warn({ runId, events: schedule.events.length, previous: previousCount }, 'schedule run held: more than half of the events are gone');
+      return { kind: 'held', runId, eventCount: schedule.events.length, previousCount, warning: warning! };
+    }
 
     // The knowledge document replaces the previous one only once it is in.
     try {
@@ -224,11 +251,7 @@ export class CrawlerService {
         generatedAt: now,
         changes,
       });
-      const previousFileId = context.previous?.file_id;
-      const stored = await this.#options.assistant.uploadFile(
-        { filename: file, data: Buffer.from(document, 'utf8') },
-        { replaces: (existing: StoredFile) => existing.id === previousFileId || SCHEDULE_FILE.test(existing.filename) },
-      );
+      const stored = await this.#options.knowledge.add({ kind: 'schedule', filename: file, data: Buffer.from(document, 'utf8') });
       await queries.updateRun(this.#db, runId, { file_id: stored.id, duration_ms: this.#options.clock.now().getTime() - context.started, updated_at: this.#options.clock.now().toISOString() });
     } catch (error) {
       const message = `Uploading the schedule to the assistant failed: ${error instanceof Error ? error.message : String(error)}`;
@@ -241,7 +264,7 @@ export class CrawlerService {
     return { kind: 'stored', runId, eventCount: schedule.events.length, changes };
   }
 
-  #skip(reason: 'not_modified' | 'unchanged'): RunOutcome {
+  #skip(reason: 'not_modified' | 'unchanged' | 'still_held'): RunOutcome {
     this.#skipped++;
     this.#logger.info({ reason }, 'schedule unchanged; nothing stored');
     return { kind: 'skipped', reason };

@@ -6,6 +6,7 @@ import * as assistantAndChat from './20261122T100000-assistant-and-chat.ts';
 import * as crawler from './20261122T110000-crawler.ts';
 import * as chatCounters from './20261122T120000-chat-counters.ts';
 import * as listIndexes from './20261123T090000-list-indexes.ts';
+import * as knowledgeAndHeldRuns from './20261124T090000-knowledge-and-held-runs.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -22,6 +23,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261122T110000-crawler': crawler,
   '20261122T120000-chat-counters': chatCounters,
   '20261123T090000-list-indexes': listIndexes,
+  '20261124T090000-knowledge-and-held-runs': knowledgeAndHeldRuns,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */

@@ -1,5 +1,6 @@
 import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable } from './admin.ts';
 import type {
+  KnowledgeDocumentTable,
   LocalFileTable,
   LocalMessageTable,
   LocalRunTable,
@@ -49,6 +50,7 @@ export interface DB {
   local_runs: LocalRunTable;
   local_vector_stores: LocalVectorStoreTable;
   local_files: LocalFileTable;
+  knowledge_documents: KnowledgeDocumentTable;
 
   crawler_runs: CrawlerRunTable;
   crawler_events: CrawlerEventTable;

@@ -25,7 +25,12 @@ interface BotStatus {
     run_status: Record<string, number>;
   };
   api_requests: Record<string, number>;
-  crawler: { enabled: boolean; last_run: string | null; runs_triggered: number };
+  crawler: {
+    enabled: boolean;
+    last_run: string | null;
+    runs_triggered: number;
+    held_run?: { id: number; event_count: number; warning: string | null; created_at: string } | null;
+  };
   reports: Record<string, number>;
   public_chat?: {
     session_count: number;
@@ -118,6 +123,12 @@ function StatusTables({ status }: { status: BotStatus }) {
           {warning}
         </Alert>
       ))}
+      {status.crawler.held_run && (
+        <Alert severity="warning" sx={{ mb: 2 }} data-testid="held-run">
+          Schedule run {status.crawler.held_run.id} is held: {status.crawler.held_run.warning ?? `${status.crawler.held_run.event_count} events`} Force it on the
+          Commands screen once the feed is right.
+        </Alert>
+      )}
       <Box sx={{ display: 'grid', gap: 2, gridTemplateColumns: { xs: '1fr', md: '1fr 1fr' }, alignItems: 'start' }}>
         <StatusTable
           title="General"
@@ -151,6 +162,7 @@ function StatusTables({ status }: { status: BotStatus }) {
               ['Enabled', yesNo(status.crawler.enabled)],
               ['Last run', formatDateTime(status.crawler.last_run)],
               ['Runs triggered', n(status.crawler.runs_triggered)],
+              ['Held run', status.crawler.held_run ? `#${status.crawler.held_run.id} (${n(status.crawler.held_run.event_count)} events)` : 'no'],
             ]}
           />
           <StatusTable title="Reports" rows={entries(status.reports)} />
