@@ -166,6 +166,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         await crawlerScheduler.stop();
         await housekeeping.stop();
         await knowledge.settled();
+        await assistant.provider.close?.();
         await database.close();
       },
     };

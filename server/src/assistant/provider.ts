@@ -85,6 +85,8 @@ export interface AssistantProvider {
   uploadFile(call: ProviderCall, file: { filename: string; data: Buffer }): Promise<StoredFile & { vector_store_id: string }>;
   /** Removes a file from the vector store (and the provider's file storage). */
   deleteFile(call: ProviderCall, fileId: string): Promise<void>;
+  /** Ends what the provider runs in the background (the offline index worker). */
+  close?(): Promise<void>;
 }
 
 /** A provider call that failed in a way the user should hear about. */

@@ -97,7 +97,18 @@ export class KnowledgeIndex {
   readonly #eventTermCount = new Map<string, number>();
   readonly #passageTermCount = new Map<string, number>();
 
-  constructor(files: readonly KnowledgeFile[], fallbackTimeZone: string) {
+  /**
+   * Builds the index in chunks, yielding between them, so a worker answering
+   * from the previous index keeps answering while a big schedule is indexed.
+   */
+  static async build(files: readonly KnowledgeFile[], fallbackTimeZone: string): Promise<KnowledgeIndex> {
+    const index = new KnowledgeIndex(files, fallbackTimeZone, { deferIndexing: true });
+    await index.#eventSearch.addAllAsync(index.events, { chunkSize: 1000 });
+    await index.#passageSearch.addAllAsync(index.passages, { chunkSize: 1000 });
+    return index;
+  }
+
+  constructor(files: readonly KnowledgeFile[], fallbackTimeZone: string, options: { deferIndexing?: boolean } = {}) {
     this.timeZone = files.map((file) => readTimezoneMarker(file.content)).find(Boolean);
     for (const file of files) readFile(file, this.events, this.passages);
     this.events.sort((a, b) => a.start.getTime() - b.start.getTime() || a.title.localeCompare(b.title));
@@ -134,8 +145,10 @@ export class KnowledgeIndex {
       extractField: (passage, field) => (field === 'headings' ? passage.headings.join(' ') : field === 'id' ? (passage.id as unknown as string) : passage.text),
       searchOptions: { ...searchOptions, boost: PASSAGE_BOOST },
     });
-    this.#eventSearch.addAll(this.events);
-    this.#passageSearch.addAll(this.passages);
+    if (!options.deferIndexing) {
+      this.#eventSearch.addAll(this.events);
+      this.#passageSearch.addAll(this.passages);
+    }
     for (const event of this.events) countTerms(this.#eventTermCount, [event.title, event.speakers.join(' '), event.track ?? '', event.room ?? '', event.description]);
     for (const passage of this.passages) countTerms(this.#passageTermCount, [passage.headings.join(' '), passage.text]);
   }

@@ -43,13 +43,15 @@ Water refill stations are next to every restroom.`;
 describe('the offline (local) assistant', () => {
   let ctx: TestContext;
   let assistant: AssistantService;
+  let provider: LocalProvider;
   const time = manualClock(FRIDAY_6PM);
 
   beforeEach(async () => {
     ctx = await createTestContext({ clock: time.clock });
     await ctx.deps.config.update({ assistant_poll_interval: '100ms' });
+    provider = new LocalProvider({ database: ctx.deps.database, clock: time.clock, timeZone: () => 'UTC' });
     assistant = new AssistantService({
-      provider: new LocalProvider({ database: ctx.deps.database, clock: time.clock, timeZone: () => 'UTC' }),
+      provider,
       database: ctx.deps.database,
       clock: time.clock,
       logger: ctx.deps.loggers.get('assistant'),
@@ -58,7 +60,10 @@ describe('the offline (local) assistant', () => {
     await assistant.uploadFile({ filename: 'schedule.md', data: Buffer.from(SCHEDULE) });
     await assistant.uploadFile({ filename: 'notes.txt', data: Buffer.from(NOTES) });
   });
-  afterEach(() => ctx.close());
+  afterEach(async () => {
+    await provider.close();
+    await ctx.close();
+  });
 
   const ask = (question: string, threadId: string | null = null) => assistant.ask({ sessionId: 'test-session' }, threadId, question);
 
