@@ -11,6 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureChatFirstLoad } from './bundle-size.ts';
+import { benchCrawl } from './crawl-bench.ts';
 import { formatResult, passed, type BenchResult } from './report.ts';
 import { availableEngines } from './engines.ts';
 import { benchLists } from './list-bench.ts';
@@ -31,6 +32,12 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     name: 'status',
     run: async () => {
       for (const engine of await availableEngines('/api/status')) report(await benchStatus(engine));
+    },
+  },
+  {
+    name: 'crawl',
+    run: async () => {
+      for (const engine of await availableEngines('the crawl')) await benchCrawl(engine, report);
     },
   },
   {

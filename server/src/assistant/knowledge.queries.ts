@@ -8,7 +8,8 @@ export const listDocuments = (db: Db) => db.selectFrom('knowledge_documents').se
 
 export const findDocument = (db: Db, id: number) => db.selectFrom('knowledge_documents').selectAll().where('id', '=', id).executeTakeFirst();
 
-export const documentsWithContent = (db: Db) => db.selectFrom('knowledge_documents').selectAll().orderBy('id').execute();
+/** Where a document's content is (db/content-parts.queries.ts). */
+export const documentContent = (id: number) => `document:${id}`;
 
 export async function insertDocument(db: Db, document: Omit<Insertable<KnowledgeDocumentTable>, 'id'>): Promise<number> {
   const row = await db.insertInto('knowledge_documents').values(document).returning('id').executeTakeFirstOrThrow();

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
+import { deleteParts, readParts, writeParts } from '../db/content-parts.queries.ts';
 import type { Database } from '../db/database.ts';
 import { notFound } from '../errors.ts';
 import type { AssistantService, CallContext } from './assistant.service.ts';
@@ -46,7 +47,7 @@ export class KnowledgeService {
   async download(id: number): Promise<{ filename: string; content: Buffer }> {
     const document = await queries.findDocument(this.#db, id);
     if (!document) throw notFound(`No knowledge document ${id}`, 'document_not_found');
-    return { filename: document.filename, content: Buffer.from(document.content) };
+    return { filename: document.filename, content: await readParts(this.#db, queries.documentContent(id)) };
   }
 
   /**
@@ -65,12 +66,12 @@ export class KnowledgeService {
       title: document.kind === 'schedule' ? SCHEDULE_TITLE : knowledgeTitle(document.filename),
       filename: document.filename,
       bytes: document.data.length,
-      content: document.data,
       provider: this.providerKind,
       provider_status: 'pending',
       created_at: now,
       updated_at: now,
     });
+    await writeParts(this.#db, queries.documentContent(id), document.data);
     const superseded = await queries.replacedBy(this.#db, { id, kind: document.kind, filename: document.filename });
     const supersededFiles = new Set(superseded.map((old) => old.provider_file_id).filter(Boolean));
     let stored: Awaited<ReturnType<AssistantService['uploadFile']>>;
@@ -80,12 +81,12 @@ export class KnowledgeService {
         { context, replaces: (existing) => supersededFiles.has(existing.id) || existing.filename === document.filename },
       );
     } catch (error) {
-      await queries.deleteDocument(this.#db, id);
+      await this.#remove(id);
       throw error;
     }
     const done = this.#clock.now().toISOString();
     await queries.updateDocument(this.#db, id, { provider_file_id: stored.id, provider_status: 'ready', provider_error: null, synced_at: done, updated_at: done });
-    for (const old of superseded) await queries.deleteDocument(this.#db, old.id);
+    for (const old of superseded) await this.#remove(old.id);
     return { ...stored, document_id: id };
   }
 
@@ -101,8 +102,13 @@ export class KnowledgeService {
         if (!(error instanceof ProviderError && error.status === 404)) throw error;
       }
     }
-    await queries.deleteDocument(this.#db, id);
+    await this.#remove(id);
     return document;
+  }
+
+  async #remove(id: number): Promise<void> {
+    await deleteParts(this.#db, queries.documentContent(id));
+    await queries.deleteDocument(this.#db, id);
   }
 
   /** Resolves once no sync is running (for shutdown). */
@@ -126,11 +132,12 @@ export class KnowledgeService {
       this.#logger.error({ err: error }, 'could not list the vector store; knowledge not checked');
       return;
     }
-    for (const document of await queries.documentsWithContent(this.#db)) {
+    for (const document of await queries.listDocuments(this.#db)) {
       if (document.provider === this.providerKind && document.provider_file_id && present.has(document.provider_file_id)) continue;
       try {
+        const data = await readParts(this.#db, queries.documentContent(document.id));
         const stored = await this.#assistant.uploadFile(
-          { filename: document.filename, data: Buffer.from(document.content) },
+          { filename: document.filename, data },
           { replaces: (existing) => existing.filename === document.filename },
         );
         const now = this.#clock.now().toISOString();

@@ -28,6 +28,17 @@ export const lastRun = (db: Db) => db.selectFrom('crawler_runs').selectAll().ord
 export const eventsOfRun = (db: Db, runId: number) =>
   db.selectFrom('crawler_events').selectAll().where('crawler_run_id', '=', runId).orderBy('start_at').orderBy('id').execute();
 
+/** A page of a run's events (what the comparison with the next run needs), after the given id. */
+export const eventPageOfRun = (db: Db, runId: number, afterId: number, limit: number) =>
+  db
+    .selectFrom('crawler_events')
+    .select(['id', 'uid', 'what', 'start_at', 'end_at', 'where', 'status'])
+    .where('crawler_run_id', '=', runId)
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+
 export async function insertRun(db: Db, run: Omit<Insertable<CrawlerRunTable>, 'id'>): Promise<number> {
   const row = await db.insertInto('crawler_runs').values(run).returning('id').executeTakeFirstOrThrow();
   return row.id;

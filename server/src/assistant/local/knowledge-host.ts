@@ -1,6 +1,9 @@
 import { Worker } from 'node:worker_threads';
 import type { ComposedAnswer } from './compose-answer.ts';
 import type { KnowledgeFile } from './knowledge-index.ts';
+
+/** A file for the worker: its content as text, or as UTF-8 bytes the worker decodes. */
+export type FileForIndex = Omit<KnowledgeFile, 'content'> & { content: string | Uint8Array };
 import type { KnowledgeMessage, KnowledgeReply, KnowledgeRequest } from './knowledge-worker.ts';
 
 const WORKER_URL = new URL('./knowledge-worker.ts', import.meta.url);
@@ -27,7 +30,7 @@ export class KnowledgeHost {
     return this.#files;
   }
 
-  async load(files: KnowledgeFile[]): Promise<void> {
+  async load(files: FileForIndex[]): Promise<void> {
     this.#files = new Set(files.map((file) => file.id));
     try {
       await this.#send({ type: 'load', files });
@@ -37,7 +40,7 @@ export class KnowledgeHost {
     }
   }
 
-  async add(file: KnowledgeFile): Promise<void> {
+  async add(file: FileForIndex): Promise<void> {
     if (!this.#files) return; // loaded in full on first use
     this.#files.add(file.id);
     await this.#send({ type: 'add', file });

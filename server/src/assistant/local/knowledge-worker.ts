@@ -10,10 +10,13 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { composeAnswer } from './compose-answer.ts';
 import { KnowledgeIndex, type KnowledgeFile } from './knowledge-index.ts';
+import { generalRarity } from './text.ts';
+
+type IncomingFile = Omit<KnowledgeFile, 'content'> & { content: string | Uint8Array };
 
 export type KnowledgeRequest =
-  | { type: 'load'; files: KnowledgeFile[] }
-  | { type: 'add'; file: KnowledgeFile }
+  | { type: 'load'; files: IncomingFile[] }
+  | { type: 'add'; file: IncomingFile }
   | { type: 'remove'; fileId: string }
   | { type: 'answer'; question: string; now: string; timeZone: string };
 
@@ -27,6 +30,9 @@ export type KnowledgeReply = { id: number; ok: true; result: unknown } | { id: n
 const port = parentPort;
 if (!port) throw new Error('knowledge-worker.ts runs as a worker thread');
 const fallbackTimeZone = (workerData as { timeZone: string }).timeZone;
+
+// The word list that weighs unknown words is read once, before the first question needs it.
+setImmediate(() => generalRarity('warm'));
 
 const files = new Map<string, KnowledgeFile>();
 let index = new KnowledgeIndex([], fallbackTimeZone);
@@ -44,11 +50,11 @@ async function handle(request: KnowledgeRequest): Promise<unknown> {
   switch (request.type) {
     case 'load':
       files.clear();
-      for (const file of request.files) files.set(file.id, file);
+      for (const file of request.files) files.set(file.id, asText(file));
       await rebuild();
       return { files: files.size, events: index.events.length, passages: index.passages.length };
     case 'add':
-      files.set(request.file.id, request.file);
+      files.set(request.file.id, asText(request.file));
       await rebuild();
       return { files: files.size, events: index.events.length, passages: index.passages.length };
     case 'remove':
@@ -59,6 +65,8 @@ async function handle(request: KnowledgeRequest): Promise<unknown> {
       return composeAnswer(request.question, index, new Date(request.now), request.timeZone);
   }
 }
+
+const asText = (file: IncomingFile): KnowledgeFile => ({ ...file, content: typeof file.content === 'string' ? file.content : Buffer.from(file.content).toString('utf8') });
 
 port.on('message', (message: KnowledgeMessage) => {
   handle(message.request).then(

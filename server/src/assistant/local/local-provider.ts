@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import { rememberedSetting } from '../../db/app-settings.ts';
+import { deleteParts, readParts, writeParts } from '../../db/content-parts.queries.ts';
 import type { Database } from '../../db/database.ts';
 import {
   estimateTokens,
@@ -132,14 +134,15 @@ export class LocalProvider implements AssistantProvider {
   async uploadFile(call: ProviderCall, file: { filename: string; data: Buffer }): Promise<StoredFile & { vector_store_id: string }> {
     const storeId = await this.#storeId();
     call.request({ vector_store_id: storeId, filename: file.filename, bytes: file.data.length });
-    const content = file.data.toString('utf8');
-    if (content.includes('\u0000') || content.includes('\uFFFD')) {
+    if (file.data.includes(0) || !isUtf8(file.data)) {
       throw new ProviderError('The offline assistant reads text files only (UTF-8 text, Markdown, JSON, CSV or HTML).', { status: 400 });
     }
     const stored = { id: newId('file'), vector_store_id: storeId, filename: file.filename, bytes: file.data.length, created_at: this.#now() };
-    await queries.insertFile(this.#db, { ...stored, content });
+    // The content goes in parts (a schedule can be 20 MB), and to the index worker as bytes it decodes itself.
+    await writeParts(this.#db, queries.fileContent(stored.id), file.data);
+    await queries.insertFile(this.#db, { ...stored, content: '' });
     // Searchable before the upload returns, as OpenAI's file batches are.
-    await this.#host.add({ id: stored.id, filename: stored.filename, content });
+    await this.#host.add({ id: stored.id, filename: stored.filename, content: file.data });
     call.response(stored);
     return stored;
   }
@@ -149,6 +152,7 @@ export class LocalProvider implements AssistantProvider {
     call.request({ vector_store_id: storeId, file_id: fileId });
     const result = await queries.deleteFile(this.#db, storeId, fileId);
     if (Number(result.numDeletedRows) === 0) throw new ProviderError(`No file ${fileId} in the vector store`, { status: 404 });
+    await deleteParts(this.#db, queries.fileContent(fileId));
     await this.#host.remove(fileId);
     call.response({ id: fileId, deleted: true });
   }
@@ -189,7 +193,11 @@ export class LocalProvider implements AssistantProvider {
     if (known && ids.length === known.size && ids.every((id) => known.has(id))) return;
     this.#loading ??= (async () => {
       const files = await queries.filesWithContent(this.#db, storeId);
-      await this.#host.load(files);
+      // Files stored before contents went in parts keep theirs inline.
+      const contents = await Promise.all(
+        files.map(async (file) => ({ id: file.id, filename: file.filename, content: file.content || (await readParts(this.#db, queries.fileContent(file.id))) })),
+      );
+      await this.#host.load(contents);
     })().finally(() => {
       this.#loading = undefined;
     });

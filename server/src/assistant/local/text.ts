@@ -1,3 +1,4 @@
+/// <reference path="../../types/stopword.d.ts" />
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { stemmer } from 'stemmer';

@@ -20,7 +20,6 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     .addColumn('title', 'text', notNull)
     .addColumn('filename', 'text', notNull)
     .addColumn('bytes', 'integer', notNull)
-    .addColumn('content', dialect === 'postgres' ? 'bytea' : 'blob', notNull)
     // Where it is now: the provider ('local', 'openai'), its file id, 'ready' or 'failed' (with the error).
     .addColumn('provider', 'text')
     .addColumn('provider_file_id', 'text')
@@ -30,12 +29,26 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     .execute();
   await db.schema.createIndex('knowledge_documents_filename_idx').on('knowledge_documents').column('filename').execute();
 
-  // What the offline assistant already holds becomes known documents.
-  const content = dialect === 'postgres' ? sql`convert_to(content, 'UTF8')` : sql`cast(content as blob)`;
+  // File contents in parts of a few hundred kilobytes ('document:<id>', 'local_file:<id>'): writing a
+  // 20 MB schedule as one value would hold the main thread (node:sqlite is synchronous) for a long moment.
+  await db.schema
+    .createTable('content_parts')
+    .addColumn('owner', 'text', notNull)
+    .addColumn('part', 'integer', notNull)
+    .addColumn('data', dialect === 'postgres' ? 'bytea' : 'blob', notNull)
+    .addPrimaryKeyConstraint('content_parts_pk', ['owner', 'part'])
+    .execute();
+
+  // What the offline assistant already holds becomes known documents (their content in one part each).
   await sql`
-    insert into knowledge_documents (kind, title, filename, bytes, content, provider, provider_file_id, provider_status, synced_at, created_at, updated_at)
+    insert into knowledge_documents (kind, title, filename, bytes, provider, provider_file_id, provider_status, synced_at, created_at, updated_at)
     select case when filename like 'schedule-%Z.md' then 'schedule' else 'upload' end,
            case when filename like 'schedule-%Z.md' then 'Convention schedule' else filename end,
-           filename, bytes, ${content}, 'local', id, 'ready', created_at, created_at, created_at
+           filename, bytes, 'local', id, 'ready', created_at, created_at, created_at
     from local_files`.execute(db);
+  const content = dialect === 'postgres' ? sql`convert_to(file.content, 'UTF8')` : sql`cast(file.content as blob)`;
+  await sql`
+    insert into content_parts (owner, part, data)
+    select 'document:' || document.id, 0, ${content}
+    from knowledge_documents document join local_files file on file.id = document.provider_file_id`.execute(db);
 }

@@ -78,7 +78,6 @@ export interface KnowledgeDocumentTable {
   title: string;
   filename: string;
   bytes: number;
-  content: Uint8Array;
   provider: string | null;
   provider_file_id: string | null;
   provider_status: Generated<'pending' | 'ready' | 'failed'>;
@@ -86,4 +85,11 @@ export interface KnowledgeDocumentTable {
   synced_at: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A part of a stored file's content ('document:<id>' or 'local_file:<id>'), in order. */
+export interface ContentPartTable {
+  owner: string;
+  part: number;
+  data: Uint8Array;
 }

@@ -1,5 +1,6 @@
 import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable } from './admin.ts';
 import type {
+  ContentPartTable,
   KnowledgeDocumentTable,
   LocalFileTable,
   LocalMessageTable,
@@ -51,6 +52,7 @@ export interface DB {
   local_vector_stores: LocalVectorStoreTable;
   local_files: LocalFileTable;
   knowledge_documents: KnowledgeDocumentTable;
+  content_parts: ContentPartTable;
 
   crawler_runs: CrawlerRunTable;
   crawler_events: CrawlerEventTable;
