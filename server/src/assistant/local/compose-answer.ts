@@ -21,6 +21,8 @@ const RELATIVE_SCORE_FLOOR = 0.35;
 /** "What's next?" without other limits looks this far ahead. */
 const NEXT_HOURS = 3;
 const SYNONYM_WEIGHT = 0.6;
+/** Hits weighed for an answer, best BM25 scores first. */
+const MAX_CONSIDERED = 400;
 /** A word matched through a synonym covers this share of its weight. */
 const SYNONYM_COVERAGE = 0.85;
 const FUZZY_COVERAGE = 0.7;
@@ -126,7 +128,7 @@ function scheduleFilters({ reading }: Context): Filters {
   const place = (event: ScheduleItem) =>
     (rooms.size === 0 || (event.room !== null && rooms.has(event.room))) &&
     (!onlyTrack || (event.track !== null && tracks.has(event.track))) &&
-    (guests.length === 0 || guests.some((guest) => event.speakers.includes(guest.name) || words(event.title).join(' ').includes(guest.folded)));
+    (guests.length === 0 || guests.some((guest) => event.speakers.includes(guest.name) || event.foldedTitle.includes(guest.folded)));
   const window = reading.time.window;
   return { place, window, all: (event) => place(event) && (!window || inWindow(event, window)) };
 }
@@ -141,10 +143,10 @@ function searchEvents(context: Context, terms: QueryTerm[], filter: (event: Sche
 
 function weighted(terms: QueryTerm[]): WeightedTerm[] {
   const result = new Map<string, WeightedTerm>();
-  for (const term of terms) {
-    result.set(term.word, { word: term.word, weight: 1, exact: false });
-    for (const synonym of term.also) if (!result.has(synonym)) result.set(synonym, { word: synonym, weight: SYNONYM_WEIGHT, exact: true });
-  }
+  terms.forEach((term, group) => {
+    result.set(term.word, { word: term.word, weight: 1, exact: false, group });
+    for (const synonym of term.also) if (!result.has(synonym)) result.set(synonym, { word: synonym, weight: SYNONYM_WEIGHT, exact: true, group });
+  });
   return [...result.values()];
 }
 
@@ -161,7 +163,9 @@ function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[]
   );
   const total = weights.reduce((sum, weight) => sum + weight, 0) || 1;
   const questionWords = new Set(context.reading.words);
-  const scored = hits.map((hit) => {
+  // The best few hundred by BM25 are all that can be shown; coverage is weighed for those.
+  const considered = hits.length > MAX_CONSIDERED ? [...hits].sort((a, b) => b.score - a.score).slice(0, MAX_CONSIDERED) : hits;
+  const scored = considered.map((hit) => {
     const matched = new Set(hit.terms);
     let covered = 0;
     terms.forEach((term, position) => {
@@ -172,7 +176,7 @@ function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[]
     });
     let score = hit.score;
     if (hit.item.kind === 'event') {
-      const title = words(hit.item.title).filter((word) => word.length > 1);
+      const title = hit.item.titleWords;
       if (title.length > 0 && title.every((word) => questionWords.has(word))) score *= 2;
     }
     return { ...hit, score, coverage: covered / total };
@@ -325,16 +329,10 @@ function renderEvents(context: Context, events: ScheduleItem[], options: { listi
 
 /** Keeps ranking order, but puts the other sessions of the same title right after the first, in time order. */
 function groupSameTitles(events: ScheduleItem[]): ScheduleItem[] {
-  const seen = new Set<ScheduleItem>();
+  const byTitle = new Map<string, ScheduleItem[]>();
+  for (const event of events) byTitle.set(event.title, [...(byTitle.get(event.title) ?? []), event]);
   const result: ScheduleItem[] = [];
-  for (const event of events) {
-    if (seen.has(event)) continue;
-    const same = events.filter((other) => other.title === event.title).sort((a, b) => a.start.getTime() - b.start.getTime());
-    for (const item of same) {
-      seen.add(item);
-      result.push(item);
-    }
-  }
+  for (const group of byTitle.values()) result.push(...group.sort((a, b) => a.start.getTime() - b.start.getTime()));
   return result;
 }
 

@@ -16,6 +16,10 @@ export interface ScheduleItem {
   id: number;
   uid: string | null;
   title: string;
+  /** The title's words, folded (for "does the question name the whole title?"). */
+  titleWords: string[];
+  /** The title folded, words separated by single spaces. */
+  foldedTitle: string;
   start: Date;
   end: Date | null;
   room: string | null;
@@ -174,14 +178,24 @@ export class KnowledgeIndex {
     if (terms.length === 0) return [];
     // MiniSearch hands boostTerm the processed term (the stem).
     const weights = new Map(terms.flatMap((term) => [[term.word, term.weight] as const, [stem(term.word), term.weight] as const]));
-    const exact = new Set(terms.filter((term) => term.exact).flatMap((term) => [term.word, stem(term.word)]));
-    const results = search.search(terms.map((term) => term.word).join(' '), {
-      combineWith: 'OR',
+    // Typo tolerance and longer words only for a word the knowledge does not have as it is:
+    // a known word is matched as it is (and a common one across 50,000 events stays cheap).
+    const exact = new Set(terms.filter((term) => term.exact || this.knows(stem(term.word))).flatMap((term) => [term.word, stem(term.word)]));
+    const options = {
       boostTerm: (term: string) => weights.get(term) ?? 1,
       fuzzy: (term: string) => (exact.has(term) ? false : searchOptions.fuzzy(term)),
       prefix: (term: string) => !exact.has(term) && searchOptions.prefix(term),
       filter,
-    });
+    };
+    // Passages holding every word (or one meaning the same) first; any of them only when none does.
+    const groups = new Map<number, string[]>();
+    for (const term of terms) groups.set(term.group, [...(groups.get(term.group) ?? []), term.word]);
+    let results: SearchResult[] = [];
+    if (groups.size > 1) {
+      const all = { combineWith: 'AND' as const, queries: [...groups.values()].map((words) => ({ combineWith: 'OR' as const, queries: [words.join(' ')] })) };
+      results = search.search(all, options);
+    }
+    if (results.length === 0) results = search.search(terms.map((term) => term.word).join(' '), { ...options, combineWith: 'OR' });
     return results.map((result) => ({ id: result.id as number, score: result.score, terms: result.queryTerms, matches: Object.keys(result.match) }));
   }
 
@@ -219,6 +233,8 @@ export interface WeightedTerm {
   weight: number;
   /** Matched only as it is (a synonym: no typo tolerance, or "dinner" would find "winner"). */
   exact: boolean;
+  /** The question's word it stands for (a word and its synonyms share one). */
+  group: number;
 }
 
 function countTerms(counts: Map<string, number>, fields: string[]): void {
@@ -339,6 +355,8 @@ function readEvent(heading: string, marker: NonNullable<ReturnType<typeof readEv
     id: 0,
     uid: marker.uid,
     title,
+    titleWords: words(title).filter((word) => word.length > 1),
+    foldedTitle: words(title).join(' '),
     start: marker.start,
     end: marker.end,
     room: facts.get('where') ?? facts.get('room') ?? facts.get('location') ?? null,
