@@ -359,7 +359,8 @@ function eventLine(context: Context, event: ScheduleItem, options: { compact: bo
   if (!options.compact && language && language !== 'English') extras.push(`in ${language}`);
   if (extras.length) line.push(`  ${capitalize(extras.join(' · '))}`);
   if (!options.compact && event.description) line.push(`  ${firstSentences(event.description, MAX_DESCRIPTION_CHARS)}`);
-  return line.join('\n');
+  // Hard line breaks (two trailing spaces): who, and what it is about, each on a line of their own.
+  return line.join('  \n');
 }
 
 const LANGUAGES = new Intl.DisplayNames(['en'], { type: 'language' });
@@ -399,7 +400,8 @@ function findPassage(context: Context): { passage: Passage; coverage: number; te
   if (search.length === 0 || index.passages.length === 0) return null;
   const ranked = rank(context, index.searchPassages(weighted(terms)), search, 'passages');
   const best = ranked[0];
-  return best ? { passage: best.item, coverage: best.coverage, terms } : null;
+  // Every word of the question picks the lines to quote ("on Saturday" picks Saturday's hours).
+  return best ? { passage: best.item, coverage: best.coverage, terms: reading.passageTerms } : null;
 }
 
 const isTimeWord = (word: string) => /^(monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tonight|tomorrow|morning|afternoon|evening|night)s?$/.test(word);
@@ -420,8 +422,9 @@ function renderPassageAnswer(found: { passage: Passage; terms: QueryTerm[] }): C
 
 /** The lines or sentences of a passage that hold the question's words (all of a short passage). */
 function bestLines(text: string, terms: QueryTerm[]): string {
-  if (text.length <= 320) return text;
-  const units = text.includes('\n') ? text.split('\n').filter((line) => line.trim()) : text.split(/(?<=[.!?])\s+/);
+  const lines = text.split('\n').filter((line) => line.trim());
+  const units = lines.length > 1 ? lines : text.split(/(?<=[.!?])\s+/);
+  if (units.length === 1 || (lines.length === 1 && text.length <= 320)) return text;
   const wanted = new Set(terms.flatMap((term) => [term.stem, ...term.also]));
   const scores = units.map((unit) => new Set(words(unit).map(stem).filter((word) => wanted.has(word))).size);
   const best = Math.max(...scores);
@@ -434,7 +437,7 @@ function bestLines(text: string, terms: QueryTerm[]): string {
       size += unit.length;
     }
   });
-  return picked.join(text.includes('\n') ? '\n' : ' ') || truncate(text, MAX_QUOTE_CHARS);
+  return picked.join(lines.length > 1 ? '\n' : ' ') || truncate(text, MAX_QUOTE_CHARS);
 }
 
 function firstSentences(text: string, max: number): string {
