@@ -28,7 +28,8 @@ export interface ServedProduct {
 
 export interface Engine {
   name: 'SQLite' | 'PostgreSQL';
-  open(): Promise<OpenProduct>;
+  /** The product on a fresh database; `env` adds to the bench's environment (e.g. CRAWLER_URL). */
+  open(env?: Record<string, string>): Promise<OpenProduct>;
   /** `startServer` with these environment variables added (DATABASE_URL, PORT and LOG_LEVEL are set here). */
   serve(env: Record<string, string>): Promise<ServedProduct>;
 }
@@ -38,10 +39,10 @@ const ENV = { LOG_LEVEL: 'silent', CONVENTION_TIMEZONE: 'UTC' };
 export function sqliteEngine(): Engine {
   return {
     name: 'SQLite',
-    async open() {
+    async open(env = {}) {
       const dir = mkdtempSync(path.join(tmpdir(), 'concierge-bench-'));
       const file = path.join(dir, 'bench.db');
-      const deps = await createDeps(loadEnv({ ...ENV, DATABASE_URL: `sqlite:${file}` }));
+      const deps = await createDeps(loadEnv({ ...ENV, ...env, DATABASE_URL: `sqlite:${file}` }));
       const app = await buildApp(deps);
       return {
         deps,
@@ -72,9 +73,9 @@ export function sqliteEngine(): Engine {
 export function postgresEngine(url: string): Engine {
   return {
     name: 'PostgreSQL',
-    async open() {
+    async open(env = {}) {
       const schema = `bench_${randomBytes(4).toString('hex')}`;
-      const deps = await createDeps(loadEnv({ ...ENV, DATABASE_URL: url }), { databaseSchema: schema });
+      const deps = await createDeps(loadEnv({ ...ENV, ...env, DATABASE_URL: url }), { databaseSchema: schema });
       const app = await buildApp(deps);
       return {
         deps,

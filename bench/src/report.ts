@@ -14,17 +14,28 @@ export interface BenchResult {
   maxRatio?: number;
   /** The ratio must reach at least this (throughput). */
   minRatio?: number;
+  /** An absolute target the value must not exceed (a figure an issue sets), beside the ratio. */
+  maxValue?: number;
   notes?: string[];
 }
 
 export const passed = (result: BenchResult) =>
-  (result.maxRatio === undefined || result.ratio <= result.maxRatio) && (result.minRatio === undefined || result.ratio >= result.minRatio);
+  (result.maxRatio === undefined || result.ratio <= result.maxRatio) &&
+  (result.minRatio === undefined || result.ratio >= result.minRatio) &&
+  (result.maxValue === undefined || result.value <= result.maxValue);
+
+const fmt = (n: number) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toFixed(2));
 
 const targetText = (result: BenchResult) =>
-  [result.maxRatio !== undefined ? `≤ ${result.maxRatio}` : '', result.minRatio !== undefined ? `≥ ${result.minRatio}` : ''].filter(Boolean).join(' and ');
+  [
+    result.maxValue !== undefined ? `≤ ${fmt(result.maxValue)} ${result.unit}` : '',
+    result.maxRatio !== undefined && Number.isFinite(result.maxRatio) ? `ratio ≤ ${result.maxRatio}` : '',
+    result.minRatio !== undefined ? `ratio ≥ ${result.minRatio}` : '',
+  ]
+    .filter(Boolean)
+    .join(' and ');
 
 export function formatResult(result: BenchResult): string {
-  const fmt = (n: number) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toFixed(2));
   return [
     `${passed(result) ? 'PASS' : 'FAIL'}  ${result.name}`,
     `      ${result.measure}: ${fmt(result.value)} ${result.unit}`,

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { measureChatFirstLoad } from './bundle-size.ts';
 import { benchChat, chatBenchOptions } from './chat-bench.ts';
+import { benchCrawl } from './crawl-bench.ts';
 import { formatResult, passed, type BenchResult } from './report.ts';
 import { availableEngines } from './engines.ts';
 import { benchLists } from './list-bench.ts';
@@ -40,6 +41,12 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     run: async () => {
       const options = chatBenchOptions(process.argv.slice(3));
       for (const engine of await availableEngines('the chat hot path')) await benchChat(engine, report, options);
+    },
+  },
+  {
+    name: 'crawl',
+    run: async () => {
+      for (const engine of await availableEngines('the crawl')) await benchCrawl(engine, report);
     },
   },
   {

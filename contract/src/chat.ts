@@ -24,7 +24,21 @@ export const FEEDBACK_CHOICES: { type: FeedbackType; label: string; description:
   { type: 'other', label: 'Other', description: 'Something else (please specify below).' },
 ];
 
-export const SourceSchema = z.object({ file_id: z.string(), filename: z.string() });
+/**
+ * What an answer cites (DESIGN §9 "Sources"): a schedule event by the feed's
+ * own id, or a knowledge file by its title ("Convention schedule" for the
+ * crawler's document, never its generated file name).
+ */
+export const SourceSchema = z.object({
+  kind: z.enum(['event', 'file']),
+  title: z.string(),
+  event_uid: z.string().optional(),
+  starts_at: z.string().optional(),
+  ends_at: z.string().optional(),
+  location: z.string().optional(),
+  file_id: z.string().optional(),
+  filename: z.string().optional(),
+});
 export type Source = z.infer<typeof SourceSchema>;
 
 export const ChatSendRequestSchema = z.object({

@@ -69,6 +69,9 @@ export const CrawlerRunSchema = z.object({
   time_zone: z.string().nullable(),
   changes: z.array(ScheduleChangeSchema),
   duration_ms: z.number().nullable(),
+  /** Stored but not live: its event count fell by more than half; Force makes the source's schedule live. */
+  held: z.boolean(),
+  warning: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -100,6 +103,8 @@ export const RefreshQuerySchema = z.object({ force: BooleanParam.default(false) 
 export const RefreshReplySchema = z.object({
   success: z.boolean(),
   skipped: z.boolean(),
+  /** The run was held (or the source is unchanged since a held run): the previous schedule stays live. */
+  held: z.boolean(),
   run_id: z.number().nullable(),
   event_count: z.number().nullable(),
   changes: z.number().nullable(),
@@ -260,3 +265,25 @@ export const PROVIDER_LOG_KINDS = {
   list_messages: 'OpenAI List Messages Logs',
 } as const;
 export type ProviderLogKind = keyof typeof PROVIDER_LOG_KINDS;
+
+/** A document the assistant knows (the crawler's schedule or an upload), with where it is in the provider's store. */
+export const KnowledgeDocumentSchema = z.object({
+  id: z.number(),
+  kind: z.enum(['schedule', 'upload']),
+  title: z.string(),
+  filename: z.string(),
+  bytes: z.number(),
+  provider: z.string().nullable(),
+  provider_file_id: z.string().nullable(),
+  provider_status: z.enum(['pending', 'ready', 'failed']),
+  provider_error: z.string().nullable(),
+  synced_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type KnowledgeDocument = z.infer<typeof KnowledgeDocumentSchema>;
+
+export const KnowledgeReplySchema = z.object({ provider: z.enum(['openai', 'local']), documents: z.array(KnowledgeDocumentSchema) });
+export type KnowledgeReply = z.infer<typeof KnowledgeReplySchema>;
+
+export const KnowledgeDocumentParamsSchema = z.object({ id: z.coerce.number('id must be a document id').int('id must be a document id').positive('id must be a document id') });

@@ -83,6 +83,37 @@ describe('Status, Control Panel and Bot Config', () => {
     await context.close();
   });
 
+  it('lists what the assistant knows, downloads a document and deletes one, at both widths', async () => {
+    for (const viewport of ['desktop', 'phone'] as const) {
+      const { context, page } = await newPage(browser, viewport);
+      await signInAs(page, product.url);
+      if (viewport === 'phone') await product.server.deps.knowledge.add({ kind: 'upload', filename: 'venue-guide.md', data: Buffer.from('# Venue guide\n\nThe quiet room is Room 120.\n') });
+      await page.goto(`${product.url}/ui/admin/commands`);
+      const documents = page.getByRole('list', { name: 'Knowledge documents' }).getByTestId('knowledge-document');
+      await expect.poll(() => documents.count()).toBe(2);
+      const schedule = documents.filter({ hasText: 'Convention schedule' });
+      expect(await schedule.getByText('Ready').count()).toBe(1);
+      expect(await schedule.textContent()).toMatch(/schedule-.*\.md · \d+(\.\d)? KB/);
+      const guide = documents.filter({ hasText: 'Venue guide' });
+      await guide.scrollIntoViewIfNeeded();
+      await screenshot(page, `knowledge-${viewport}`);
+
+      const download = page.waitForEvent('download');
+      await guide.getByRole('link', { name: 'Download' }).click();
+      const file = await download;
+      expect(file.suggestedFilename()).toBe('venue-guide.md');
+
+      await guide.getByRole('button', { name: 'Delete' }).click();
+      const confirm = page.getByRole('dialog', { name: 'Confirmation' });
+      await confirm.getByText('Venue guide').waitFor();
+      await confirm.getByRole('button', { name: 'Confirm' }).click();
+      await toast(page, 'Deleted Venue guide').waitFor();
+      await expect.poll(() => documents.count()).toBe(1);
+      expect((await product.server.deps.assistant.listFiles()).map((stored) => stored.filename)).not.toContain('venue-guide.md');
+      await context.close();
+    }
+  });
+
   it('edits the config: orange borders, the confirm table, save, reload; cancel reverts', async () => {
     const { context, page } = await newPage(browser, 'desktop');
     await signInAs(page, product.url);

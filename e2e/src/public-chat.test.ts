@@ -45,7 +45,9 @@ describe('the public chat on a phone', () => {
     await expect.poll(() => input(page).inputValue()).toBe('');
     const answer = page.locator('[data-role="assistant"]').filter({ hasText: 'registration desk in the lobby' });
     await answer.waitFor();
-    expect(await answer.getByText('practical-info.md').count()).toBeGreaterThan(0);
+    // The source is shown by its title; no file name in the answer.
+    expect(await answer.getByTitle('Source: Practical info').count()).toBe(1);
+    expect(await answer.getByText('practical-info.md').count()).toBe(0);
     await screenshot(page, 'chat-answer-phone');
 
     // Shift+Enter adds a line instead of sending.
@@ -87,7 +89,9 @@ describe('the public chat on a phone', () => {
     const answer = page.locator('[data-role="assistant"]').filter({ hasText: 'Main Stage' }).last();
     await answer.waitFor();
     expect(await answer.textContent()).toContain('Costume Contest');
-    expect(await answer.getByText('schedule-').count()).toBeGreaterThan(0);
+    // Events are the sources, by title; the schedule's generated file name is shown nowhere.
+    expect(await answer.getByTitle('Source: Costume Contest', { exact: true }).count()).toBe(1);
+    expect(await answer.getByText('schedule-').count()).toBe(0);
     await screenshot(page, 'chat-desktop');
     await context.close();
   });

@@ -7,7 +7,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { registerControlRoutes } from './admin/control.routes.ts';
 import { registerMonitoringRoutes } from './admin/monitoring.routes.ts';
-import { registerAssistantRoutes } from './assistant/assistant.routes.ts';
+import { registerAssistantRoutes, registerKnowledgeRoutes } from './assistant/assistant.routes.ts';
 import { registerAuthRoutes } from './auth/auth.routes.ts';
 import { registerChatRoutes } from './chat/chat.routes.ts';
 import { registerCrawlerRoutes } from './crawler/crawler.routes.ts';
@@ -109,7 +109,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerAuthRoutes(app, deps.auth);
   registerConfigRoutes(app, deps.config);
   registerChatRoutes(app, deps.chat, deps.lastRefresh);
-  await registerAssistantRoutes(app, deps.assistant);
+  await registerAssistantRoutes(app, deps.assistant, deps.knowledge);
+  registerKnowledgeRoutes(app, deps.knowledge);
   registerMonitoringRoutes(app, deps);
   registerCrawlerRoutes(app, deps);
   registerUserRoutes(app, deps.users);

@@ -8,6 +8,7 @@ import { AskPipeline } from './ask/ask-pipeline.ts';
 import { AskWorker } from './ask/ask-worker.ts';
 import { LeaseKeeper } from './ask/lease-keeper.ts';
 import { AssistantService } from './assistant/assistant.service.ts';
+import { KnowledgeService } from './assistant/knowledge.service.ts';
 import { LocalProvider } from './assistant/local/local-provider.ts';
 import { OpenAIProvider } from './assistant/openai/openai-provider.ts';
 import type { AssistantProvider } from './assistant/provider.ts';
@@ -45,6 +46,8 @@ export interface Deps {
   pipeline: AskPipeline;
   /** Renews this process's leases and takes over a stopped process's work; started by startServer, not by tests. */
   leases: LeaseKeeper;
+  /** The documents the assistant knows, whatever the provider; synced to the provider on start. */
+  knowledge: KnowledgeService;
   chat: ChatService;
   users: UsersService;
   askCommands: AskCommandService;
@@ -116,6 +119,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     });
     const pipeline = new AskPipeline({ assistant, clock, config, events, logger: loggers.get('assistant'), maxConcurrentRuns: env.MAX_CONCURRENT_RUNS, productName: env.PRODUCT_NAME });
     const leases = new LeaseKeeper({ clock, logger: loggers.get('assistant'), pipeline, everyoneAtStart: database.dialect === 'sqlite' });
+    const knowledge = new KnowledgeService({ database, clock, logger: loggers.get('assistant'), assistant });
     const chat = new ChatService({
       database,
       clock,
@@ -143,7 +147,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       database,
       clock,
       logger: loggers.get('crawler'),
-      assistant,
+      knowledge,
       source: env.CRAWLER_URL,
       bundledSource: BUNDLED_SCHEDULE_PATH,
       timeZone: env.CONVENTION_TIMEZONE,
@@ -188,6 +192,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       assistant,
       pipeline,
       leases,
+      knowledge,
       chat,
       users,
       askCommands,
@@ -209,6 +214,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         await crawlerScheduler.stop();
         await housekeeping.stop();
         metrics.close();
+        await knowledge.settled();
+        await assistant.provider.close?.();
         await database.close();
       },
     };

@@ -39,7 +39,7 @@ export interface ProviderCallTiming {
 
 /** One schedule check by the crawler. */
 export interface CrawlerRunEvent {
-  outcome: 'stored' | 'skipped' | 'failed';
+  outcome: 'stored' | 'skipped' | 'held' | 'failed';
   duration_ms: number;
 }
 

@@ -135,6 +135,7 @@ export class StatusService {
         last_failure_at: crawlerCounters.last_failure_at,
         consecutive_failures: crawlerCounters.consecutive_failures,
         last_error: crawlerCounters.last_error,
+        held_run: crawlerCounters.held_run,
       },
       public_chat: await queries.publicChatFigures(this.#options.database, now.toISOString(), todayStart),
       retention: await this.#options.retention.retentionStatus(),

@@ -1,15 +1,18 @@
 import path from 'node:path';
+import { KnowledgeDocumentParamsSchema, KnowledgeReplySchema } from '@concierge/contract';
 import fastifyMultipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError, badRequest } from '../errors.ts';
 import type { AssistantService } from './assistant.service.ts';
+import type { KnowledgeService } from './knowledge.service.ts';
 import { ProviderError } from './provider.ts';
 
 /** Largest file an operator may upload to the vector store. */
 export const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
 
 /** Vector store endpoints of the control panel (SPEC §7). */
-export async function registerAssistantRoutes(app: FastifyInstance, assistant: AssistantService): Promise<void> {
+export async function registerAssistantRoutes(app: FastifyInstance, assistant: AssistantService, knowledge: KnowledgeService): Promise<void> {
   await app.register(fastifyMultipart, { limits: { fileSize: MAX_UPLOAD_BYTES, files: 1, fields: 5, parts: 6 } });
   const tags = ['assistant'];
 
@@ -40,7 +43,7 @@ export async function registerAssistantRoutes(app: FastifyInstance, assistant: A
       throw error;
     }
     if (data.length === 0) throw new AppError(400, 'file_empty', 'File is empty', { field: 'file' });
-    const stored = await providerCall(() => assistant.uploadFile({ filename, data }, { context: { clientIp: request.ip } }));
+    const stored = await providerCall(() => knowledge.add({ kind: 'upload', filename, data }, { clientIp: request.ip }));
     request.log.info({ filename, bytes: data.length, fileId: stored.id }, 'file added to the vector store');
     return {
       success: true,
@@ -55,6 +58,41 @@ export async function registerAssistantRoutes(app: FastifyInstance, assistant: A
     };
   });
 }
+
+/** The control panel's Knowledge section: the documents the assistant knows, to list, download and delete. */
+export function registerKnowledgeRoutes(instance: FastifyInstance, knowledge: KnowledgeService): void {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const tags = ['assistant'];
+  app.get('/api/knowledge', { schema: { tags, response: { 200: KnowledgeReplySchema } } }, async () => ({
+    provider: knowledge.providerKind,
+    documents: await knowledge.list(),
+  }));
+  app.get('/api/knowledge/:id/download', { schema: { tags, params: KnowledgeDocumentParamsSchema } }, async (request, reply) => {
+    const document = await knowledge.download(request.params.id);
+    return reply
+      .type(contentTypeOf(document.filename))
+      .header('content-disposition', `attachment; filename="${document.filename.replace(/["\\\r\n]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(document.filename)}`)
+      .header('cache-control', 'no-store')
+      .send(document.content);
+  });
+  app.delete('/api/knowledge/:id', { schema: { tags, params: KnowledgeDocumentParamsSchema } }, async (request) => {
+    const document = await providerCall(() => knowledge.delete(request.params.id, { clientIp: request.ip }));
+    request.log.info({ filename: document.filename, documentId: document.id }, 'knowledge document deleted');
+    return { success: true, id: document.id, message: `${document.title} (${document.filename}) deleted` };
+  });
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.md': 'text/markdown; charset=utf-8',
+  '.markdown': 'text/markdown; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.csv': 'text/csv; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.htm': 'text/html; charset=utf-8',
+  '.pdf': 'application/pdf',
+};
+const contentTypeOf = (filename: string) => CONTENT_TYPES[path.extname(filename).toLowerCase()] ?? 'application/octet-stream';
 
 /** Provider failures as clear replies: the provider's 4xx stays a 4xx, anything else is a 502. */
 async function providerCall<T>(fn: () => Promise<T>): Promise<T> {

@@ -173,7 +173,8 @@ export class AssistantService {
       await hooks?.messageCreated?.(messageId);
     }
     await hooks?.step?.('creating_run');
-    await this.#runGate.wait(signal);
+    // openai_max_requests_per_second protects a paid API's rate limit; the offline assistant has none.
+    if (this.provider.kind !== 'local') await this.#runGate.wait(signal);
     const run = await this.#logged('create_run', context, (call) => this.provider.createRun(call, thread, settings));
     await hooks?.runCreated?.(run);
     return { threadId: thread, messageId, run };

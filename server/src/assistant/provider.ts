@@ -59,10 +59,9 @@ export interface RunOverrides {
   maxPollInterval?: string | null;
 }
 
-export interface Source {
-  file_id: string;
-  filename: string;
-}
+/** What an answer cites (DESIGN §9 "Sources"; the contract's SourceSchema). */
+export type { Source } from '@concierge/contract';
+import type { Source } from '@concierge/contract';
 
 export interface Answer {
   /** The provider's id of the assistant message. */
@@ -108,6 +107,8 @@ export interface AssistantProvider {
   uploadFile(call: ProviderCall, file: { filename: string; data: Buffer }): Promise<StoredFile & { vector_store_id: string }>;
   /** Removes a file from the vector store (and the provider's file storage). */
   deleteFile(call: ProviderCall, fileId: string): Promise<void>;
+  /** Ends what the provider runs in the background (the offline index worker). */
+  close?(): Promise<void>;
 }
 
 /** A provider call that failed in a way the user should hear about. */

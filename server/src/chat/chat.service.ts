@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ChatExchange, ChatReply, ChatSendRequest, FeedbackRequest, Source } from '@concierge/contract';
+import { storedSource } from '../assistant/knowledge-format.ts';
 import type { Logger } from 'pino';
 import { ANSWER_CEILING_MS, ASK_ERRORS, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
 import type { LeasedWork } from '../ask/lease-keeper.ts';
@@ -440,7 +441,7 @@ function parseSources(text: string | null): Source[] {
   if (!text) return [];
   try {
     const parsed: unknown = JSON.parse(text);
-    return Array.isArray(parsed) ? (parsed as Source[]) : [];
+    return Array.isArray(parsed) ? parsed.flatMap(storedSource) : [];
   } catch {
     return [];
   }

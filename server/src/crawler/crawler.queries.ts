@@ -3,9 +3,25 @@ import { containsText, isPresent, paged, type ListPage } from '../admin/list-que
 import type { Db } from '../db/database.ts';
 import type { CrawlerEventTable, CrawlerRunTable } from '../db/schema/crawler.ts';
 
-/** The newest run that completed without an error. */
+/** The newest run that completed without an error and was not held: the schedule the assistant knows. */
 export const lastSuccessfulRun = (db: Db) =>
-  db.selectFrom('crawler_runs').selectAll().where('error', 'is', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
+  db.selectFrom('crawler_runs').selectAll().where('error', 'is', null).where('held', '=', false).orderBy('id', 'desc').limit(1).executeTakeFirst();
+
+/** The same, for one source: a new CRAWLER_URL starts a history of its own. */
+export const lastSuccessfulRunOf = (db: Db, url: string) =>
+  db
+    .selectFrom('crawler_runs')
+    .selectAll()
+    .where('url', '=', url)
+    .where('error', 'is', null)
+    .where('held', '=', false)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+
+/** The newest run of a source that stored its events (held or not). */
+export const lastStoredRunOf = (db: Db, url: string) =>
+  db.selectFrom('crawler_runs').selectAll().where('url', '=', url).where('error', 'is', null).orderBy('id', 'desc').limit(1).executeTakeFirst();
 
 export const lastRun = (db: Db) => db.selectFrom('crawler_runs').selectAll().orderBy('id', 'desc').limit(1).executeTakeFirst();
 
@@ -39,6 +55,17 @@ export const recordCheckFailed = (db: Db, now: string, error: string) =>
 
 export const eventsOfRun = (db: Db, runId: number) =>
   db.selectFrom('crawler_events').selectAll().where('crawler_run_id', '=', runId).orderBy('start_at').orderBy('id').execute();
+
+/** A page of a run's events (what the comparison with the next run needs), after the given id. */
+export const eventPageOfRun = (db: Db, runId: number, afterId: number, limit: number) =>
+  db
+    .selectFrom('crawler_events')
+    .select(['id', 'uid', 'what', 'start_at', 'end_at', 'where', 'status'])
+    .where('crawler_run_id', '=', runId)
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
 
 export async function insertRun(db: Db, run: Omit<Insertable<CrawlerRunTable>, 'id'>): Promise<number> {
   const row = await db.insertInto('crawler_runs').values(run).returning('id').executeTakeFirstOrThrow();
@@ -79,6 +106,8 @@ export const listRuns = (db: Db, filters: RunFilters) =>
       'time_zone',
       'changes',
       'duration_ms',
+      'held',
+      'warning',
       'created_at',
       'updated_at',
     ])

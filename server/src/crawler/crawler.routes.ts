@@ -28,18 +28,20 @@ export function registerCrawlerRoutes(
       throw new AppError(502, 'refresh_failed', `The schedule refresh failed (run ${outcome.runId}): ${outcome.error}`);
     }
     if (outcome.kind === 'skipped') {
-      return {
-        success: true,
-        skipped: true,
-        run_id: null,
-        event_count: null,
-        changes: null,
-        message: outcome.reason === 'not_modified' ? 'The schedule source reports no change' : 'The schedule is unchanged since the last run',
-      };
+      const message = {
+        not_modified: 'The schedule source reports no change',
+        unchanged: 'The schedule is unchanged since the last run',
+        still_held: 'The schedule is unchanged since the held run; press Force to make it live',
+      }[outcome.reason];
+      return { success: true, skipped: true, held: outcome.reason === 'still_held', run_id: null, event_count: null, changes: null, message };
+    }
+    if (outcome.kind === 'held') {
+      return { success: true, skipped: false, held: true, run_id: outcome.runId, event_count: outcome.eventCount, changes: null, message: outcome.warning };
     }
     return {
       success: true,
       skipped: false,
+      held: false,
       run_id: outcome.runId,
       event_count: outcome.eventCount,
       changes: outcome.changes.length,
@@ -50,7 +52,7 @@ export function registerCrawlerRoutes(
   app.get('/api/crawler_runs', { schema: { tags, querystring: CrawlerRunsQuerySchema, response: { 200: CrawlerRunsReplySchema } } }, async (request) => {
     const { query } = request;
     const rows = await queries.listRuns(deps.database.db, { ...query, range: dateRange(query, deps.timeZone()) });
-    const runs = rows.map((row) => ({ ...row, forced: Boolean(row.forced), changes: row.changes ? JSON.parse(row.changes) : [] }));
+    const runs = rows.map((row) => ({ ...row, forced: Boolean(row.forced), held: Boolean(row.held), changes: row.changes ? JSON.parse(row.changes) : [] }));
     return { crawler_runs: runs, returned_count: runs.length };
   });
 

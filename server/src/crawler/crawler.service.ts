@@ -1,26 +1,21 @@
-import { createHash } from 'node:crypto';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { AssistantService } from '../assistant/assistant.service.ts';
-import type { StoredFile } from '../assistant/provider.ts';
+import type { KnowledgeService } from '../assistant/knowledge.service.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import { conflict } from '../errors.ts';
 import type { EventBus } from '../events.ts';
 import * as queries from './crawler.queries.ts';
+import { CrawlJob } from './crawl-job.ts';
+import type { Parsed } from './crawl-worker.ts';
 import { fetchSource } from './fetch-source.ts';
-import { detectFormat } from './parse/detect-format.ts';
-import { diffSchedules, type ScheduleChange } from './parse/diff.ts';
-import { parseIcs } from './parse/parse-ics.ts';
-import { parseJsonFeed } from './parse/parse-json.ts';
-import { renderScheduleDocument } from './parse/render-document.ts';
-import type { ParsedSchedule, ScheduleEvent } from './parse/schedule-event.ts';
-import { daysToComingFriday, shiftSchedule } from './parse/shift.ts';
+import type { ScheduleChange } from './parse/diff.ts';
 
 export interface CrawlerOptions {
   database: Database;
   clock: Clock;
   logger: Logger;
-  assistant: AssistantService;
+  knowledge: KnowledgeService;
   /** CRAWLER_URL: an http(s) URL or a file path. */
   source: string;
   /** The bundled sample schedule's path: its dates are moved to the coming Friday. */
@@ -36,9 +31,20 @@ export interface CrawlerOptions {
 }
 
 export type RunOutcome =
-  | { kind: 'skipped'; reason: 'not_modified' | 'unchanged' }
+  | { kind: 'skipped'; reason: 'not_modified' | 'unchanged' | 'still_held' }
   | { kind: 'stored'; runId: number; eventCount: number; changes: ScheduleChange[] }
+  | { kind: 'held'; runId: number; eventCount: number; previousCount: number; warning: string }
   | { kind: 'failed'; runId: number; error: string };
+
+/** Rows written per transaction; each batch holds the main thread for a few milliseconds at most. */
+const ROW_BATCH = 250;
+/** Previous events read per query, for the comparison. */
+const PAGE_SIZE = 2000;
+/** The error a run carries while its events are being written (and keeps if that is interrupted). */
+const STORING = 'Storing events (a run that keeps this message was interrupted)';
+
+/** A run whose event count falls below this share of the last good run's is held until forced. */
+const HOLD_BELOW_SHARE = 0.5;
 
 /** Figures for the Status screen (SPEC §3 "Bot status" → crawler) and /metrics. */
 export interface CrawlerCounters {
@@ -53,11 +59,12 @@ export interface CrawlerCounters {
   consecutive_failures: number;
   /** The last failure's error, kept after a later success for the record. */
   last_error: string | null;
+  /** The newest run of the current source, when it is held. */
+  held_run: { id: number; event_count: number; warning: string | null; created_at: string } | null;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_BYTES = 20 * 1024 * 1024;
-const SCHEDULE_FILE = /^schedule-\d{4}-\d\d-\d\dT\d{4}Z\.md$/;
 
 /**
  * Fetches the convention's schedule, parses it, records what changed since
@@ -128,7 +135,7 @@ export class CrawlerService {
   }
 
   async counters(enabled: boolean): Promise<CrawlerCounters> {
-    const [last, health] = await Promise.all([queries.lastRun(this.#db), queries.crawlerHealth(this.#db)]);
+    const [last, health, stored] = await Promise.all([queries.lastRun(this.#db), queries.crawlerHealth(this.#db), queries.lastStoredRunOf(this.#db, this.#options.source)]);
     return {
       enabled,
       last_run: this.#lastRunAt ?? last?.created_at ?? null,
@@ -138,6 +145,7 @@ export class CrawlerService {
       last_failure_at: health?.last_failure_at ?? null,
       consecutive_failures: health?.consecutive_failures ?? 0,
       last_error: health?.last_error ?? null,
+      held_run: stored?.held ? { id: stored.id, event_count: stored.event_count, warning: stored.warning, created_at: stored.created_at } : null,
     };
   }
 
@@ -157,10 +165,13 @@ export class CrawlerService {
   async #run(force: boolean): Promise<RunOutcome> {
     const started = this.#options.clock.now().getTime();
     const { source } = this.#options;
-    const previous = await queries.lastSuccessfulRun(this.#db);
+    // A new source starts a history of its own: nothing of the old one reads as removed.
+    const previous = await queries.lastSuccessfulRunOf(this.#db, source);
+    const lastStored = await queries.lastStoredRunOf(this.#db, source);
     let hash: string | null = null;
     let validators: { etag: string | null; lastModified: string | null } = { etag: null, lastModified: null };
     let format: string | null = null;
+    let job: CrawlJob | undefined;
     try {
       const fetched = await fetchSource(source, {
         etag: force ? null : previous?.etag,
@@ -172,25 +183,22 @@ export class CrawlerService {
       if (fetched.kind === 'not_modified') return this.#skip('not_modified');
       validators = { etag: fetched.etag, lastModified: fetched.lastModified };
 
-      const text = fetched.body.toString('utf8').replace(/^\uFEFF/, '');
-      const detected = detectFormat(fetched.contentType, text);
-      if (!detected) throw new Error('The schedule is neither iCalendar nor a JSON feed');
-      format = detected;
-      const zone = this.#options.timeZone ?? serverTimeZone();
-      let schedule = detected === 'ics' ? parseIcs(text, { timeZone: zone }) : parseJsonFeed(text, { timeZone: zone });
-      const timeZone = this.#options.timeZone ?? schedule.timeZone ?? serverTimeZone();
-
-      // The bundled sample keeps fixed dates in its file; it is moved to the coming Friday,
-      // and the shift is part of its hash so a new week means a new run.
-      let shiftDays = 0;
-      if (source === this.#options.bundledSource && schedule.events.length > 0) {
-        shiftDays = daysToComingFriday(schedule.events[0]!.start, this.#options.clock.now(), timeZone);
-        schedule = shiftSchedule(schedule, shiftDays, timeZone);
-      }
-      hash = createHash('sha256').update(fetched.body).update(shiftDays ? `shift:${shiftDays}` : '').digest('hex');
+      // Hashing, parsing, comparing and rendering run in a worker thread (crawl-worker.ts).
+      job = new CrawlJob();
+      const bundled = source === this.#options.bundledSource;
+      hash = await job.hash(fetched.body);
+      if (!force && !bundled && previous && previous.hash === hash) return this.#skip('unchanged');
+      const parsed = await job.parse({
+        contentType: fetched.contentType,
+        readZone: this.#options.timeZone ?? serverTimeZone(),
+        configuredZone: this.#options.timeZone ?? null,
+        shiftToFriday: bundled ? { now: this.#options.clock.now().toISOString() } : null,
+      });
+      format = parsed.format;
+      hash = parsed.hash;
       if (!force && previous && previous.hash === hash) return this.#skip('unchanged');
-
-      return await this.#store(schedule, { hash, format: detected, timeZone, validators, previous, force, started });
+      if (!force && lastStored?.held && lastStored.hash === hash) return this.#skip('still_held');
+      return await this.#store(job, parsed, { validators, previous, force, started });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.#logger.error({ err: error, source }, 'schedule refresh failed');
@@ -208,15 +216,15 @@ export class CrawlerService {
         updated_at: now,
       });
       return { kind: 'failed', runId, error: message };
+    } finally {
+      await job?.close();
     }
   }
 
   async #store(
-    schedule: ParsedSchedule,
+    job: CrawlJob,
+    parsed: Parsed,
     context: {
-      hash: string;
-      format: string;
-      timeZone: string;
       validators: { etag: string | null; lastModified: string | null };
       previous: Awaited<ReturnType<typeof queries.lastSuccessfulRun>>;
       force: boolean;
@@ -224,47 +232,63 @@ export class CrawlerService {
     },
   ): Promise<RunOutcome> {
     const now = this.#options.clock.now();
-    const previousEvents = context.previous ? (await queries.eventsOfRun(this.#db, context.previous.id)).map(rowToEvent) : [];
-    const changes = context.previous ? diffSchedules(previousEvents, schedule.events) : [];
-    const tracks = [...new Set(schedule.events.map((event) => event.track).filter((track): track is string => Boolean(track)))].sort();
-    const speakers = new Set(schedule.events.flatMap((event) => event.speakers));
     const file = `schedule-${now.toISOString().slice(0, 16).replace(':', '')}Z.md`;
+    if (context.previous) {
+      for (let after = 0; ; ) {
+        const page = await queries.eventPageOfRun(this.#db, context.previous.id, after, PAGE_SIZE);
+        if (page.length === 0) break;
+        await job.previous(page);
+        after = page.at(-1)!.id;
+        await yieldToEventLoop();
+      }
+    }
+    const prepared = await job.prepare({ diff: Boolean(context.previous), now: now.toISOString(), title: `${this.#options.productName} schedule` });
 
-    const runId = await this.#options.database.transaction(async (trx) => {
-      const id = await queries.insertRun(trx, {
-        url: this.#options.source,
-        hash: context.hash,
-        file,
-        tracks: tracks.join(', '),
-        error: null,
-        event_count: schedule.events.length,
-        speaker_count: speakers.size,
-        forced: context.force,
-        format: context.format,
-        time_zone: context.timeZone,
-        changes: JSON.stringify(changes),
-        etag: context.validators.etag,
-        last_modified: context.validators.lastModified,
-        created_at: now.toISOString(),
-        updated_at: now.toISOString(),
-      });
-      await queries.insertEvents(trx, schedule.events.map((event) => eventToRow(event, id, context.timeZone, now.toISOString())));
-      return id;
+    // A feed that lost more than half its events is more likely broken than cancelled: hold it.
+    const previousCount = context.previous?.event_count ?? 0;
+    const held = !context.force && previousCount > 0 && parsed.eventCount < previousCount * HOLD_BELOW_SHARE;
+    const warning = held
+      ? `Held: ${parsed.eventCount} events against ${previousCount} in run ${context.previous!.id}. The previous schedule stays live until an operator presses Force.`
+      : null;
+
+    // The run is written first, marked as storing, then its events in batches that each hold
+    // the main thread only briefly; a run interrupted half-way keeps that mark as its error.
+    const runId = await queries.insertRun(this.#db, {
+      url: this.#options.source,
+      hash: parsed.hash,
+      file: held ? null : file,
+      tracks: prepared.tracks.join(', '),
+      error: STORING,
+      event_count: parsed.eventCount,
+      speaker_count: prepared.speakerCount,
+      forced: context.force,
+      format: parsed.format,
+      time_zone: parsed.timeZone,
+      changes: JSON.stringify(prepared.changes),
+      etag: context.validators.etag,
+      last_modified: context.validators.lastModified,
+      held,
+      warning,
+      created_at: now.toISOString(),
+      updated_at: now.toISOString(),
     });
+    for (let from = 0; from < parsed.eventCount; from += ROW_BATCH) {
+      const rows = await job.rows(from, ROW_BATCH);
+      await this.#options.database.transaction((trx) => queries.insertEvents(trx, rows.map((row) => ({ ...row, crawler_run_id: runId }))));
+      await yieldToEventLoop();
+    }
+    await queries.updateRun(this.#db, runId, { error: null, updated_at: this.#options.clock.now().toISOString() });
+    // The worker's memory goes back before the assistant indexes the new schedule.
+    await job.close();
+    if (held) {
+      await queries.updateRun(this.#db, runId, { duration_ms: this.#options.clock.now().getTime() - context.started });
+      this.#logger.warn({ runId, events: parsed.eventCount, previous: previousCount }, 'schedule run held: more than half of the events are gone');
+      return { kind: 'held', runId, eventCount: parsed.eventCount, previousCount, warning: warning! };
+    }
 
     // The knowledge document replaces the previous one only once it is in.
     try {
-      const document = renderScheduleDocument(schedule, {
-        timeZone: context.timeZone,
-        title: schedule.calendarName ?? `${this.#options.productName} schedule`,
-        generatedAt: now,
-        changes,
-      });
-      const previousFileId = context.previous?.file_id;
-      const stored = await this.#options.assistant.uploadFile(
-        { filename: file, data: Buffer.from(document, 'utf8') },
-        { replaces: (existing: StoredFile) => existing.id === previousFileId || SCHEDULE_FILE.test(existing.filename) },
-      );
+      const stored = await this.#options.knowledge.add({ kind: 'schedule', filename: file, data: Buffer.from(prepared.document) });
       await queries.updateRun(this.#db, runId, { file_id: stored.id, duration_ms: this.#options.clock.now().getTime() - context.started, updated_at: this.#options.clock.now().toISOString() });
     } catch (error) {
       const message = `Uploading the schedule to the assistant failed: ${error instanceof Error ? error.message : String(error)}`;
@@ -272,12 +296,12 @@ export class CrawlerService {
       await queries.updateRun(this.#db, runId, { error: message, duration_ms: this.#options.clock.now().getTime() - context.started, updated_at: this.#options.clock.now().toISOString() });
       return { kind: 'failed', runId, error: message };
     }
-    this.#feedTimeZone = schedule.timeZone ?? this.#feedTimeZone;
-    this.#logger.info({ runId, events: schedule.events.length, changes: changes.length }, 'schedule refreshed');
-    return { kind: 'stored', runId, eventCount: schedule.events.length, changes };
+    this.#feedTimeZone = parsed.feedZone ?? this.#feedTimeZone;
+    this.#logger.info({ runId, events: parsed.eventCount, changes: prepared.changes.length }, 'schedule refreshed');
+    return { kind: 'stored', runId, eventCount: parsed.eventCount, changes: prepared.changes };
   }
 
-  #skip(reason: 'not_modified' | 'unchanged'): RunOutcome {
+  #skip(reason: 'not_modified' | 'unchanged' | 'still_held'): RunOutcome {
     this.#skipped++;
     this.#logger.info({ reason }, 'schedule unchanged; nothing stored');
     return { kind: 'skipped', reason };
@@ -287,43 +311,3 @@ export class CrawlerService {
 /** The server's own zone: fixed for the life of the process, and costly to ask Intl for on every request. */
 const SERVER_TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 const serverTimeZone = () => SERVER_TIME_ZONE;
-
-function eventToRow(event: ScheduleEvent, runId: number, timeZone: string, now: string) {
-  const day = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(event.start);
-  const time = (date: Date) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(date);
-  const weekday = new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' }).format(event.start);
-  const when = event.allDay ? `${weekday} (all day)` : `${weekday} ${time(event.start)}${event.end ? `–${time(event.end)}` : ''}`;
-  return {
-    crawler_run_id: runId,
-    uid: event.uid,
-    track: event.track,
-    what: event.title,
-    duration: event.end ? Math.round((event.end.getTime() - event.start.getTime()) / 60_000) : null,
-    when,
-    where: event.location,
-    speakers: event.speakers.length ? event.speakers.join(', ') : null,
-    start_at: event.start.toISOString(),
-    end_at: event.end?.toISOString() ?? null,
-    date: day,
-    description: event.description,
-    status: event.status,
-    created_at: now,
-    updated_at: now,
-  };
-}
-
-function rowToEvent(row: Awaited<ReturnType<typeof queries.eventsOfRun>>[number]): ScheduleEvent {
-  return {
-    uid: row.uid,
-    title: row.what,
-    start: new Date(row.start_at),
-    end: row.end_at ? new Date(row.end_at) : null,
-    allDay: false,
-    location: row.where,
-    track: row.track,
-    speakers: row.speakers ? row.speakers.split(', ') : [],
-    description: row.description,
-    status: row.status as ScheduleEvent['status'],
-    url: null,
-  };
-}

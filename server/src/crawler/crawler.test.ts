@@ -160,9 +160,61 @@ describe('the schedule crawler', () => {
     ]);
     const files = await knowledgeFiles();
     expect(files.map((file) => file.filename)).toEqual([run.file]);
-    expect(await ask('Where is Robot Building Basics?')).toContain('Room 105');
+    const moved = await ask('Where is Robot Building Basics?');
+    expect(moved).toContain('Room 105');
+    expect(moved).toMatch(/moved \(was .* in Room 101\)/);
     const answer = await ask('Is Pixel Art Jam still on?');
-    expect(answer).toContain('Status: Cancelled');
+    expect(answer).toContain('**Pixel Art Jam** has been cancelled.');
+    expect(answer).not.toContain('Removed:');
+  });
+
+  it('holds a run that lost more than half of its events, until an operator presses Force', async () => {
+    fixtures.route('/shrinking.ics', { body: ics(V1), contentType: 'text/calendar' });
+    await contextFor('/shrinking.ics');
+    expect((await refresh()).json()).toMatchObject({ event_count: 5, held: false });
+    fixtures.route('/shrinking.ics', { body: ics(V1.slice(0, 2)), contentType: 'text/calendar' });
+
+    const held = await refresh();
+    expect(held.statusCode).toBe(200);
+    expect(held.json()).toMatchObject({ success: true, held: true, event_count: 2 });
+    expect(held.json().message).toContain('2 events against 5');
+    // The previous schedule stays live: what the held run dropped is still answered.
+    expect(await ask('When is Trivia Night?')).toContain('20:00');
+    const status = (await get('/api/status')).json();
+    expect(status.crawler.held_run).toMatchObject({ event_count: 2 });
+    expect((await get('/metrics')).body).toMatch(/^concierge_crawler_run_held 1$/m);
+    const runs = (await get('/api/crawler_runs')).json().crawler_runs;
+    expect(runs[0]).toMatchObject({ held: true, error: null, event_count: 2 });
+    expect(runs[0].warning).toContain('Force');
+    // Asking again changes nothing while the feed stays the same.
+    expect((await refresh()).json()).toMatchObject({ skipped: true, held: true });
+
+    const forced = await refresh(true);
+    expect(forced.json()).toMatchObject({ held: false, skipped: false, event_count: 2 });
+    expect((await get('/api/status')).json().crawler.held_run).toBeNull();
+    expect((await get('/metrics')).body).toMatch(/^concierge_crawler_run_held 0$/m);
+    expect(await ask('When is Trivia Night?')).toContain("couldn't find");
+  });
+
+  it('starts a new history when CRAWLER_URL points to another source: nothing of the old one reads as removed', async () => {
+    fixtures.route('/old.ics', { body: ics(V1), contentType: 'text/calendar' });
+    fixtures.route('/new.json', { body: FEED, contentType: 'application/json' });
+    await contextFor('/old.ics');
+    expect((await refresh()).json()).toMatchObject({ event_count: 5 });
+    const { database } = ctx;
+    // The same database, the other source: a restart with a new CRAWLER_URL.
+    const next = await createTestContext({ clock: time.clock, env: { CRAWLER_URL: `${fixtures.url}/new.json` }, database });
+    try {
+      const cookie = await signIn(next.app);
+      const reply = await next.app.inject({ method: 'POST', url: '/api/schedule/refresh', headers: { cookie } });
+      // Two events against five is no shrinking feed either: it is another feed.
+      expect(reply.json()).toMatchObject({ held: false, event_count: 2, changes: 0 });
+      const answer = (await next.app.inject({ method: 'POST', url: '/api/chat/send', payload: { message: 'Is Origami Corner still on?' }, headers: { cookie } })).json().response;
+      expect(answer).not.toContain('Removed');
+      expect(answer).toContain("couldn't find");
+    } finally {
+      await next.close();
+    }
   });
 
   it('reads a JSON feed', async () => {
@@ -184,7 +236,7 @@ describe('the schedule crawler', () => {
 
     const failures: [string, Parameters<FixtureServer['route']>[1], string][] = [
       ['server error', { status: 500, body: 'oops' }, 'answered 500'],
-      ['garbage', { body: '<html><body>Maintenance</body></html>', contentType: 'text/html' }, 'neither iCalendar nor a JSON feed'],
+      ['garbage', { body: '<html><body>Maintenance</body></html>', contentType: 'text/html' }, 'is not iCalendar, frab/Pentabarf XML, frab/pretalx JSON or a JSON feed'],
       ['broken calendar', { body: 'BEGIN:VCALENDAR\r\nEND:VCALENDAR\r\n', contentType: 'text/calendar' }, 'no events'],
       ['endless body', { streamBytes: 50 * 1024 * 1024, contentType: 'text/calendar' }, 'too large'],
     ];

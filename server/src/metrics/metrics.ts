@@ -4,13 +4,15 @@ import type { EventBus } from '../events.ts';
 /** What the scrape-time gauges are read from (the Status figures, kept in the database). */
 export interface MetricsSnapshot {
   paused: boolean;
-  /** Ask commands waiting for the worker (0 until the Discord bot exists). */
+  /** Ask commands waiting for the worker. */
   queueDepth: number;
   crawler: {
     enabled: boolean;
     last_success_at: string | null;
     last_failure_at: string | null;
     consecutive_failures: number;
+    /** The newest run, when it is held until an operator forces a refresh. */
+    held_run: unknown;
   };
   public_chat: {
     session_count: number;
@@ -60,6 +62,7 @@ export class Metrics {
     crawlerLastSuccess: Gauge;
     crawlerLastFailure: Gauge;
     crawlerConsecutiveFailures: Gauge;
+    crawlerHeld: Gauge;
     sessions: Gauge<'state'>;
     messages: Gauge<'state'>;
     feedback: Gauge<'type'>;
@@ -130,6 +133,7 @@ export class Metrics {
       crawlerLastSuccess: gauge('concierge_crawler_last_success_timestamp_seconds', 'When the crawler last read the schedule successfully (Unix time; 0: never)'),
       crawlerLastFailure: gauge('concierge_crawler_last_failure_timestamp_seconds', 'When a crawler check last failed (Unix time; 0: never)'),
       crawlerConsecutiveFailures: gauge('concierge_crawler_consecutive_failures', 'Failed crawler checks since the last successful one'),
+      crawlerHeld: gauge('concierge_crawler_run_held', '1 while the newest schedule run is held (its events fell by more than half) until an operator forces a refresh'),
       sessions: gauge('concierge_public_chat_sessions', 'Public chat sessions stored, all or active', ['state']),
       messages: gauge('concierge_public_chat_messages', 'Public chat messages stored, by state', ['state']),
       feedback: gauge('concierge_public_chat_feedback', 'Public chat feedback stored, by type', ['type']),
@@ -155,6 +159,7 @@ export class Metrics {
     g.crawlerLastSuccess.set(epochSeconds(snapshot.crawler.last_success_at));
     g.crawlerLastFailure.set(epochSeconds(snapshot.crawler.last_failure_at));
     g.crawlerConsecutiveFailures.set(snapshot.crawler.consecutive_failures);
+    g.crawlerHeld.set(snapshot.crawler.held_run ? 1 : 0);
     g.sessions.set({ state: 'all' }, snapshot.public_chat.session_count);
     g.sessions.set({ state: 'active' }, snapshot.public_chat.active_session_count);
     g.messages.reset();

@@ -21,6 +21,8 @@ export interface TestContextOptions {
   env?: Record<string, string>;
   clock?: Clock;
   fetch?: typeof fetch;
+  /** Another context's database (a restart with other settings); that context disposes of it. */
+  database?: { url: string; schema?: string };
 }
 
 /** Which engine this run of the suite uses (set per Vitest project). */
@@ -63,7 +65,7 @@ export function freshDatabase(): FreshDatabase {
 
 /** The whole app on a fresh database, driven through `inject()`. */
 export async function createTestContext(options: TestContextOptions = {}): Promise<TestContext> {
-  const database = freshDatabase();
+  const database: FreshDatabase = options.database ? { ...options.database, dispose: (deps) => deps.close() } : freshDatabase();
   const env = loadEnv({
     DATABASE_URL: database.url,
     LOG_LEVEL: 'silent',

@@ -102,6 +102,7 @@ export const api = {
   get: <T>(path: string, options?: RequestOptions) => apiRequest<T>('GET', path, options),
   post: <T>(path: string, options?: RequestOptions) => apiRequest<T>('POST', path, options),
   patch: <T>(path: string, options?: RequestOptions) => apiRequest<T>('PATCH', path, options),
+  delete: <T>(path: string, options?: RequestOptions) => apiRequest<T>('DELETE', path, options),
 };
 
 /** "status: body" as SPEC §8 shows it for some admin errors. */

@@ -71,7 +71,14 @@ export function MessageBubble({
         {(message.sources?.length || message.feedbackId) && (
           <Stack direction="row" sx={{ alignItems: 'center', flexWrap: 'wrap', gap: 0.75, mt: 1 }}>
             {message.sources?.map((source) => (
-              <Chip key={source.file_id} size="small" icon={<DescriptionOutlined />} label={source.filename} variant="outlined" title={`Source: ${source.filename}`} />
+              <Chip
+                key={`${source.kind}:${source.event_uid ?? source.file_id ?? source.title}`}
+                size="small"
+                icon={<DescriptionOutlined />}
+                label={source.title}
+                variant="outlined"
+                title={`Source: ${source.title}`}
+              />
             ))}
             <Box sx={{ flex: 1 }} />
             {message.feedbackId !== undefined && (

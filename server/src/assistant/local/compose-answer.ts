@@ -1,105 +1,455 @@
+import { instantOf, zonedParts } from '../../time-zone.ts';
 import type { Source } from '../provider.ts';
-import { inWindow, searchTerms, type KnowledgeIndex, type Passage } from './knowledge-index.ts';
-import { readTimeWindow } from './time-window.ts';
+import { endOf, inWindow, type Hit, type KnowledgeIndex, type Passage, type ScheduleItem, type WeightedTerm } from './knowledge-index.ts';
+import { readQuestion, type QueryTerm, type QuestionReading } from './read-question.ts';
+import { fold, generalRarity, stem, synonymsOf, words } from './text.ts';
+import type { TimeWindow } from './time-window.ts';
 
-const MAX_EVENTS = 10;
-const MAX_QUOTES = 3;
-const MAX_QUOTE_CHARS = 600;
-const MAX_DESCRIPTION_CHARS = 240;
+/** Events listed in full before "and N more". */
+const MAX_LISTED = 8;
+/** Events shown with their description and speakers. */
+const DETAILED_UP_TO = 2;
+const MAX_DESCRIPTION_CHARS = 200;
+const MAX_QUOTE_CHARS = 500;
+/** A match must cover this share of the question's weight (rare words weigh most). */
+const MIN_COVERAGE = 0.6;
+const MIN_PASSAGE_COVERAGE = 0.5;
+/** Hits covering less than the best by more than this are left out. */
+const COVERAGE_SPREAD = 0.15;
 /** Hits scoring below this share of the best one are left out. */
-const RELATIVE_SCORE_FLOOR = 0.2;
+const RELATIVE_SCORE_FLOOR = 0.35;
+/** "What's next?" without other limits looks this far ahead. */
+const NEXT_HOURS = 3;
+const SYNONYM_WEIGHT = 0.6;
+/** Hits weighed for an answer, best BM25 scores first. */
+const MAX_CONSIDERED = 400;
+/** A word matched through a synonym covers this share of its weight. */
+const SYNONYM_COVERAGE = 0.85;
+const FUZZY_COVERAGE = 0.7;
 
-export const OFFLINE_NOTE =
-  "_I'm the offline assistant: I quote the convention's schedule and files rather than writing answers myself._";
+export const OFFLINE_HELP =
+  "I'm the convention's offline assistant: I answer from the schedule and the convention's own files. Ask me about a panel, a guest, a room or a time — for example \"What's on in Hall B tonight?\" or \"When is the costume contest?\"";
+
+export interface ComposedAnswer {
+  text: string;
+  sources: Source[];
+}
+
+interface Context {
+  index: KnowledgeIndex;
+  reading: QuestionReading;
+  now: Date;
+  timeZone: string;
+  format: TimeFormat;
+}
 
 /**
- * The offline answer to a question: the best-matching passages of the
- * knowledge files as Markdown, events with their day, time and room, each
- * with its source. Never invents: with no match it says so.
+ * The offline answer to a question: the events that answer it with day,
+ * time (convention zone) and room, or the passage of a file that does,
+ * quoting only what answers; short and scannable, with its sources. Never
+ * invents: with no match it says so.
  */
-export function composeAnswer(question: string, index: KnowledgeIndex, now: Date, fallbackTimeZone: string): { text: string; sources: Source[] } {
+export function composeAnswer(question: string, index: KnowledgeIndex, now: Date, fallbackTimeZone: string): ComposedAnswer {
   const timeZone = index.timeZone ?? fallbackTimeZone;
-  const time = readTimeWindow(question, now, timeZone, index.eventDays);
-  const terms = searchTerms(question, time?.words);
-
   if (index.size === 0) {
-    return {
-      text: `I don't have the convention's schedule or any files to search yet, so I can't answer that. Please check back soon.\n\n${OFFLINE_NOTE}`,
-      sources: [],
-    };
+    return { text: "I don't have the convention's schedule or any of its files yet, so I can't answer that. Please check back soon.", sources: [] };
   }
-  if (terms.length === 0 && !time) {
-    return {
-      text: `Ask me about a panel, a guest, a room or a time — for example "What's on in Hall B tonight?" or "When is the costume contest?"\n\n${OFFLINE_NOTE}`,
-      sources: [],
-    };
+  const reading = readQuestion(question, index, now, timeZone);
+  const context: Context = { index, reading, now, timeZone, format: timeFormat(timeZone) };
+  const { time, rooms, guests, tracks, relation } = reading;
+  const scheduleWords = reading.terms.length > 0 || rooms.length > 0 || guests.length > 0 || tracks.length > 0;
+  if (!scheduleWords && !time.window && !time.mode && !relation && reading.passageTerms.length === 0) {
+    return { text: OFFLINE_HELP, sources: [] };
   }
 
-  let passages: Passage[];
+  if (relation) {
+    const answer = answerRelation(context, relation);
+    if (answer) return answer;
+  }
+
+  // What the schedule says.
+  const filters = scheduleFilters(context);
+  const trackOnly = tracks.length > 0 && reading.terms.every((term) => tracks.some((track) => words(track).includes(term.word)));
+  const terms = trackOnly ? [] : reading.terms;
+  let events: ScheduleItem[] = [];
+  let eventCoverage = 0;
+  let listing = false;
   if (terms.length > 0) {
-    const hits = index.search(terms).filter((hit) => !time || inWindow(hit.passage, time.window));
-    const best = hits[0]?.score ?? 0;
-    // Weak matches are dropped, except passages holding the words as a phrase (a guest's name in a speaker list).
-    const phrase = terms.join(' ');
-    const holdsPhrase = (passage: Passage) => terms.length > 1 && `${passage.title}\n${passage.text}`.toLowerCase().includes(phrase);
-    passages = hits.filter((hit) => hit.score >= best * RELATIVE_SCORE_FLOOR || holdsPhrase(hit.passage)).map((hit) => hit.passage);
-  } else {
-    passages = index.eventsIn(time!.window);
+    const found = searchEvents(context, terms, filters.all);
+    events = found.events;
+    eventCoverage = found.coverage;
+    // "Where is Mira Okafor signing?": the guest's events even when the other words match none of them.
+    if (events.length === 0 && guests.length > 0) {
+      events = index.events.filter(filters.all);
+      eventCoverage = events.length ? 1 : 0;
+      listing = true;
+    }
+  } else if (rooms.length || guests.length || tracks.length || time.window || time.mode) {
+    events = index.events.filter(filters.all);
+    eventCoverage = events.length ? 1 : 0;
+    listing = true;
   }
 
-  if (passages.length === 0) {
-    const what = ['anything', terms.length > 0 ? `about “${terms.join(' ')}”` : '', time?.window.label ?? ''].filter(Boolean).join(' ');
-    const hint = terms.length > 0 ? ' Try other words — a panel title, a guest or a room.' : '';
+  if (time.mode === 'now' && terms.length === 0) return answerNow(context, filters.place);
+  if (time.mode === 'next') return answerNext(context, events, terms.length > 0 || rooms.length > 0 || guests.length > 0 || tracks.length > 0);
+
+  // What the files say.
+  const passage = findPassage(context);
+  const scheduleSignals = Boolean(time.window || rooms.length || guests.length || tracks.length);
+  // "What's in the Main Hall on Sunday?" with nothing there is answered by the schedule, not by a file that names the hall.
+  const pureListing = terms.length === 0 && scheduleSignals;
+  const usePassage = passage && !pureListing && (events.length === 0 || (!scheduleSignals && !listing && passage.coverage > eventCoverage + COVERAGE_SPREAD));
+  const alsoPassage = passage && !usePassage && events.length > 0 && !scheduleSignals && !listing && passage.coverage >= eventCoverage - 0.05;
+
+  if (usePassage) return renderPassageAnswer(passage!);
+  if (events.length === 0) return notFound(context, terms, filters);
+
+  const body = renderEvents(context, events, { listing: listing || terms.length === 0 });
+  if (alsoPassage) {
+    const quote = renderPassageAnswer(passage!);
+    return { text: `${body.text}\n\n${quote.text}`, sources: [...body.sources, ...quote.sources] };
+  }
+  return body;
+}
+
+interface Filters {
+  /** Room, track, guest and time. */
+  all: (event: ScheduleItem) => boolean;
+  /** Room, track and guest only. */
+  place: (event: ScheduleItem) => boolean;
+  window: TimeWindow | null;
+}
+
+function scheduleFilters({ reading }: Context): Filters {
+  const rooms = new Set(reading.rooms);
+  const tracks = new Set(reading.tracks);
+  const guests = reading.guests.map((guest) => ({ name: guest, folded: words(guest).join(' ') }));
+  const onlyTrack = reading.tracks.length > 0 && reading.terms.every((term) => reading.tracks.some((track) => words(track).includes(term.word)));
+  const place = (event: ScheduleItem) =>
+    (rooms.size === 0 || (event.room !== null && rooms.has(event.room))) &&
+    (!onlyTrack || (event.track !== null && tracks.has(event.track))) &&
+    (guests.length === 0 || guests.some((guest) => event.speakers.includes(guest.name) || event.foldedTitle.includes(guest.folded)));
+  const window = reading.time.window;
+  return { place, window, all: (event) => place(event) && (!window || inWindow(event, window)) };
+}
+
+/** The events that match the words, best first, with how much of the question they cover. */
+function searchEvents(context: Context, terms: QueryTerm[], filter: (event: ScheduleItem) => boolean): { events: ScheduleItem[]; coverage: number } {
+  const hits = context.index.searchEvents(weighted(terms), filter);
+  const ranked = rank(context, hits, terms, 'events');
+  if (ranked.length === 0) return { events: [], coverage: 0 };
+  return { events: ranked.map((hit) => hit.item), coverage: ranked[0]!.coverage };
+}
+
+function weighted(terms: QueryTerm[]): WeightedTerm[] {
+  const result = new Map<string, WeightedTerm>();
+  terms.forEach((term, group) => {
+    result.set(term.word, { word: term.word, weight: 1, exact: false, group });
+    for (const synonym of term.also) if (!result.has(synonym)) result.set(synonym, { word: synonym, weight: SYNONYM_WEIGHT, exact: true, group });
+  });
+  return [...result.values()];
+}
+
+/**
+ * Keeps the hits that cover most of the question (weighing each word by
+ * how rare it is, so "How long is the Mothra screening?" needs "mothra"),
+ * best first, an event whose whole title the question names before others.
+ */
+function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[], terms: QueryTerm[], among: 'events' | 'passages') {
+  const { index } = context;
+  // A word the knowledge never uses weighs by how rare it is in everyday English ("phone" little, "quidditch" fully).
+  const weights = terms.map((term) =>
+    index.knows(term.stem) || term.also.some((other) => index.knows(other)) ? index.weight(term.stem, among) : maxWeight(index, among) * generalRarity(term.stem),
+  );
+  const total = weights.reduce((sum, weight) => sum + weight, 0) || 1;
+  const questionWords = new Set(context.reading.words);
+  // The best few hundred by BM25 are all that can be shown; coverage is weighed for those.
+  const considered = hits.length > MAX_CONSIDERED ? [...hits].sort((a, b) => b.score - a.score).slice(0, MAX_CONSIDERED) : hits;
+  const scored = considered.map((hit) => {
+    const matched = new Set(hit.terms);
+    let covered = 0;
+    terms.forEach((term, position) => {
+      // A typo-tolerant match counts for less than the word itself (or a longer word it starts).
+      const exact = hit.matches.some((found) => found.startsWith(term.stem));
+      if (matched.has(term.stem)) covered += weights[position]! * (exact ? 1 : FUZZY_COVERAGE);
+      else if (term.also.some((synonym) => matched.has(synonym) || matched.has(stem(synonym)))) covered += weights[position]! * SYNONYM_COVERAGE;
+    });
+    let score = hit.score;
+    if (hit.item.kind === 'event') {
+      const title = hit.item.titleWords;
+      if (title.length > 0 && title.every((word) => questionWords.has(word))) score *= 2;
+    }
+    return { ...hit, score, coverage: covered / total };
+  });
+  // Sentences asked of the files carry more incidental words than questions about an event.
+  const minimum = among === 'passages' ? MIN_PASSAGE_COVERAGE : MIN_COVERAGE;
+  const eligible = scored.filter((hit) => hit.coverage >= minimum - 1e-9);
+  if (eligible.length === 0) return [];
+  const bestCoverage = Math.max(...eligible.map((hit) => hit.coverage));
+  const close = eligible.filter((hit) => hit.coverage >= bestCoverage - COVERAGE_SPREAD);
+  const bestScore = Math.max(...close.map((hit) => hit.score));
+  return close.filter((hit) => hit.score >= bestScore * RELATIVE_SCORE_FLOOR).sort((a, b) => b.coverage - a.coverage || b.score - a.score);
+}
+
+const maxWeight = (index: KnowledgeIndex, among: 'events' | 'passages') => {
+  const total = among === 'events' ? index.events.length : index.passages.length;
+  return Math.log(1 + (total - 1 + 0.5) / 1.5);
+};
+
+/** "What comes after the costume contest (in Hall B)?" */
+function answerRelation(context: Context, relation: NonNullable<QuestionReading['relation']>): ComposedAnswer | null {
+  const { index, reading } = context;
+  const anchorTerms = relation.terms.filter((term) => !term.generic);
+  if (anchorTerms.length === 0) return null;
+  const filters = scheduleFilters(context);
+  const anchors = rank(context, index.searchEvents(weighted(anchorTerms), filters.all), anchorTerms, 'events');
+  const anchor = anchors[0]?.item;
+  if (!anchor) return null;
+  const rooms = reading.rooms.length ? new Set(reading.rooms) : anchor.room ? new Set([anchor.room]) : null;
+  // The convention day of the anchor: from 06:00 to 06:00 the next morning (a night runs past midnight).
+  const dayStart = conventionDayStart(anchor.start, context.timeZone);
+  const dayEnd = dayStart + 24 * 3_600_000;
+  const sameDay = (event: ScheduleItem) => event.start.getTime() >= dayStart && event.start.getTime() < dayEnd;
+  const candidates = index.events.filter((event) => event !== anchor && event.status !== 'cancelled' && (!rooms || (event.room !== null && rooms.has(event.room))));
+  const chosen =
+    relation.kind === 'after'
+      ? candidates.filter((event) => event.start.getTime() >= anchor.start.getTime() + 60_000 && sameDay(event)).slice(0, 3)
+      : candidates.filter((event) => event.start.getTime() < anchor.start.getTime() && sameDay(event)).slice(-3);
+  const where = rooms ? ` in ${[...rooms].join(' or ')}` : '';
+  const lead = `${relation.kind === 'after' ? 'After' : 'Before'} ${eventLine(context, anchor, { compact: true }).replace(/^- /, '')}:`;
+  if (chosen.length === 0) {
     return {
-      text: `I couldn't find ${what} in the convention's schedule or files.${hint} The info desk can help with anything the schedule doesn't cover.\n\n${OFFLINE_NOTE}`,
+      text: `${lead}\n\nNothing else is scheduled${where} ${relation.kind === 'after' ? 'after it that day' : 'before it that day'}.`,
+      sources: [eventSource(anchor)],
+    };
+  }
+  const list = chosen.map((event) => eventLine(context, event, { compact: true })).join('\n');
+  return { text: `${lead}\n\n${list}`, sources: [eventSource(anchor), ...chosen.map(eventSource)] };
+}
+
+function conventionDayStart(date: Date, timeZone: string): number {
+  const local = zonedParts(new Date(date.getTime() - 6 * 3_600_000), timeZone);
+  return instantOf({ year: local.year, month: local.month, day: local.day, hour: 6 }, timeZone).getTime();
+}
+
+/** "What's on now?": what runs now; with nothing now, what is next, or when the convention starts. */
+function answerNow(context: Context, place: (event: ScheduleItem) => boolean): ComposedAnswer {
+  const { index, now } = context;
+  const where = placeLabel(context);
+  const running = index.events.filter((event) => place(event) && event.status !== 'cancelled' && event.start <= now && endOf(event) > now);
+  if (running.length > 0) {
+    const body = renderEvents(context, running, { listing: true, until: true });
+    return { text: `Happening now${where}:\n\n${body.text}`, sources: body.sources };
+  }
+  const upcoming = index.events.filter((event) => place(event) && event.status !== 'cancelled' && event.start > now);
+  const first = index.events.find((event) => event.status !== 'cancelled');
+  if (first && first.start > now && (!upcoming[0] || upcoming[0].start.getTime() === first.start.getTime() || place(first))) {
+    const body = renderEvents(context, upcoming.filter((event) => event.start.getTime() === upcoming[0]!.start.getTime()), { listing: true });
+    return { text: `Nothing is on yet: the convention starts ${context.format.when(first.start)}. First up${where}:\n\n${body.text}`, sources: body.sources };
+  }
+  if (upcoming.length === 0) {
+    const last = index.events.at(-1);
+    return {
+      text: last ? `Nothing is on${where} now, and nothing more is scheduled${where}: the last event ended ${context.format.when(endOf(last))}.` : `Nothing is on${where} right now.`,
       sources: [],
     };
   }
-
-  const events = passages.filter((passage) => passage.start).slice(0, MAX_EVENTS);
-  events.sort((a, b) => a.start!.getTime() - b.start!.getTime());
-  const quotes = passages.filter((passage) => !passage.start).slice(0, events.length > 0 ? 1 : MAX_QUOTES);
-
-  const sections: string[] = [];
-  if (events.length > 0) {
-    const heading = time ? `Here's what the schedule has ${time.window.label}:` : "Here's what I found in the schedule:";
-    sections.push(heading, events.map((event) => renderEvent(event, timeZone)).join('\n'));
-  }
-  for (const quote of quotes) sections.push(renderQuote(quote));
-  const sources = uniqueSources([...events, ...quotes]);
-  if (events.length > 0) sections.push(`_Source: ${uniqueSources(events).map((source) => source.filename).join(', ')}_`);
-  sections.push(OFFLINE_NOTE);
-  return { text: sections.join('\n\n'), sources };
+  const nextStart = upcoming[0]!.start.getTime();
+  const next = upcoming.filter((event) => event.start.getTime() === nextStart);
+  const body = renderEvents(context, next, { listing: true });
+  return { text: `Nothing is on${where} right now. Next up:\n\n${body.text}`, sources: body.sources };
 }
 
-/** "- **Title** — Sat 14 Mar, 19:00–21:00 · Where: Hall B · Track: Music" and a short description. */
-function renderEvent(event: Passage, timeZone: string): string {
+/** "What's next?" / "What starts soon in Hall B?" / "When is the next autograph session?" */
+function answerNext(context: Context, matching: ScheduleItem[], narrowed: boolean): ComposedAnswer {
+  const { now } = context;
+  const where = placeLabel(context);
+  const upcoming = matching.filter((event) => event.start > now && event.status !== 'cancelled').sort((a, b) => a.start.getTime() - b.start.getTime());
+  if (upcoming.length === 0) {
+    if (context.reading.terms.length > 0) return notFound(context, context.reading.terms, scheduleFilters(context), 'coming up');
+    return { text: `Nothing more is scheduled${where}.`, sources: [] };
+  }
+  const soon = narrowed ? upcoming : upcoming.filter((event) => event.start.getTime() <= now.getTime() + NEXT_HOURS * 3_600_000);
+  const shown = soon.length ? soon : upcoming.filter((event) => event.start.getTime() === upcoming[0]!.start.getTime());
+  const body = renderEvents(context, shown, { listing: true });
+  const lead = soon.length && !narrowed ? `Starting in the next ${NEXT_HOURS} hours${where}:` : `Coming up${where}:`;
+  return { text: `${lead}\n\n${body.text}`, sources: body.sources };
+}
+
+function placeLabel({ reading }: Context): string {
+  const parts: string[] = [];
+  if (reading.rooms.length) parts.push(`in ${reading.rooms.join(' or ')}`);
+  if (reading.guests.length) parts.push(`with ${reading.guests.join(' or ')}`);
+  const onlyTrack = reading.tracks.length > 0 && reading.terms.every((term) => reading.tracks.some((track) => words(track).includes(term.word)));
+  if (onlyTrack) parts.push(`in the ${reading.tracks.join(' or ')} track`);
+  return parts.length ? ` ${parts.join(' ')}` : '';
+}
+
+function notFound(context: Context, terms: QueryTerm[], filters: Filters, when?: string): ComposedAnswer {
+  const { reading, index } = context;
+  const about = terms.length ? ` about “${terms.map((term) => term.word).join(' ')}”` : '';
+  const scope = [placeLabel(context).trim(), when ?? reading.time.window?.label ?? ''].filter(Boolean).join(' ');
+  // Matches outside the window asked about are worth a word ("not on Friday, but on Saturday").
+  if (terms.length > 0 && (reading.time.window || reading.rooms.length)) {
+    const elsewhere = searchEvents(context, terms, reading.time.window ? filters.place : () => true).events.slice(0, 3);
+    if (elsewhere.length > 0) {
+      const list = elsewhere.map((event) => eventLine(context, event, { compact: true })).join('\n');
+      return {
+        text: `I couldn't find anything${about}${scope ? ` ${scope}` : ''}. The schedule has it at another time or place:\n\n${list}`,
+        sources: elsewhere.map(eventSource),
+      };
+    }
+  }
+  if (terms.length === 0) {
+    return { text: `I couldn't find anything${scope ? ` ${scope}` : ''} in the schedule.`, sources: [] };
+  }
+  const hint = index.events.length ? ' Try other words — a panel title, a guest or a room — or ask at the info desk.' : '';
+  return { text: `I couldn't find anything${about}${scope ? ` ${scope}` : ''} in the convention's schedule or files.${hint}`, sources: [] };
+}
+
+function renderEvents(context: Context, events: ScheduleItem[], options: { listing: boolean; until?: boolean }): ComposedAnswer {
+  const ordered = options.listing ? [...events].sort((a, b) => a.start.getTime() - b.start.getTime() || a.title.localeCompare(b.title)) : groupSameTitles(events);
+  const shown = ordered.slice(0, MAX_LISTED);
+  const detailed = shown.length <= DETAILED_UP_TO;
+  const lines: string[] = [];
+  const { reading, now } = context;
+  // One event asked about by name: say plainly what became of it.
+  if (!options.listing && shown.length >= 1) {
+    const first = shown[0]!;
+    if (first.status === 'cancelled') lines.push(`**${first.title}** has been cancelled.`);
+    else if (endOf(first) <= now && shown.every((event) => endOf(event) <= now)) lines.push(`**${first.title}** already happened.`);
+    else if (reading.asks.status && first.change && (first.change.kind === 'moved_time' || first.change.kind === 'moved_room')) lines.push(`**${first.title}** has moved.`);
+    else if (reading.asks.status) lines.push(`Yes, **${first.title}** is still on.`);
+  }
+  for (const event of shown) lines.push(eventLine(context, event, { compact: !detailed, until: options.until }));
+  const more = ordered.length - shown.length;
+  if (more > 0) lines.push(`\n…and ${more} more — ask about a day, a time or a room to narrow it down.`);
+  return { text: lines.join('\n'), sources: shown.map(eventSource) };
+}
+
+/** Keeps ranking order, but puts the other sessions of the same title right after the first, in time order. */
+function groupSameTitles(events: ScheduleItem[]): ScheduleItem[] {
+  const byTitle = new Map<string, ScheduleItem[]>();
+  for (const event of events) byTitle.set(event.title, [...(byTitle.get(event.title) ?? []), event]);
+  const result: ScheduleItem[] = [];
+  for (const group of byTitle.values()) result.push(...group.sort((a, b) => a.start.getTime() - b.start.getTime()));
+  return result;
+}
+
+/** "- **Costume Contest** — Sat 14 Mar, 19:00–21:00 CDT · Main Stage", then who and what, for a short list. */
+function eventLine(context: Context, event: ScheduleItem, options: { compact: boolean; until?: boolean }): string {
+  const { format, now, reading } = context;
   const facts: string[] = [];
-  const description: string[] = [];
-  for (const line of event.text.split('\n')) {
-    const fact = /^\s*[-*]\s+\**([A-Za-z ]{2,20}?)\**:\**\s*(.+)$/.exec(line);
-    if (fact) facts.push(`${fact[1]!.trim()}: ${fact[2]!.trim()}`);
-    else if (line.trim()) description.push(line.trim());
+  const span = options.until ? `until ${format.clock(endOf(event))}` : format.span(event.start, event.end);
+  if (event.room) facts.push(event.room);
+  if (reading.asks.howLong && event.end) facts.push(duration(event.start, event.end));
+  let status = '';
+  if (event.status === 'cancelled') status = ' — **Cancelled**';
+  else if (endOf(event) <= now) status = ' — _already happened_';
+  if (event.change && event.status !== 'cancelled' && (event.change.kind === 'moved_time' || event.change.kind === 'moved_room')) {
+    const was = [event.change.wasStart ? format.when(event.change.wasStart) : '', event.change.wasRoom ? `in ${event.change.wasRoom}` : ''].filter(Boolean).join(' ');
+    status += ` — _moved${was ? ` (was ${was})` : ''}_`;
   }
-  const title = event.title.replace(/^\d{1,2}:\d\d\s*[–-]\s*(\d{1,2}:\d\d)?\s*·\s*/, '');
-  const when = formatWhen(event.start!, event.end, timeZone);
-  const summary = truncate(description.join(' '), MAX_DESCRIPTION_CHARS);
-  return `- **${title}** — ${when}${facts.length ? ` · ${facts.join(' · ')}` : ''}${summary ? `\n  ${summary}` : ''}`;
+  const line = [`- **${event.title}** — ${span}${facts.length ? ` · ${facts.join(' · ')}` : ''}${status}`];
+  const showPeople = event.speakers.length > 0 && (!options.compact || reading.asks.who || reading.guests.length > 0);
+  const extras: string[] = [];
+  if (showPeople) extras.push(`with ${event.speakers.join(', ')}`);
+  if (!options.compact && event.track) extras.push(`${event.track} track`);
+  const language = languageName(event.language);
+  if (!options.compact && language && language !== 'English') extras.push(`in ${language}`);
+  if (extras.length) line.push(`  ${capitalize(extras.join(' · '))}`);
+  if (!options.compact && event.description) line.push(`  ${firstSentences(event.description, MAX_DESCRIPTION_CHARS)}`);
+  // Hard line breaks (two trailing spaces): who, and what it is about, each on a line of their own.
+  return line.join('  \n');
 }
 
-function renderQuote(passage: Passage): string {
-  const where = passage.headings.length ? ` (${passage.headings.join(' › ')})` : '';
-  const quoted = truncate(passage.text, MAX_QUOTE_CHARS)
+const LANGUAGES = new Intl.DisplayNames(['en'], { type: 'language' });
+function languageName(code: string | null): string | null {
+  if (!code) return null;
+  try {
+    return LANGUAGES.of(code) ?? code;
+  } catch {
+    return code;
+  }
+}
+
+const capitalize = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
+function duration(start: Date, end: Date): string {
+  const minutes = Math.round((end.getTime() - start.getTime()) / 60_000);
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  return hours ? `${hours} h${rest ? ` ${rest} min` : ''}` : `${rest} min`;
+}
+
+function eventSource(event: ScheduleItem): Source {
+  const source: Source = { kind: 'event', title: event.title, starts_at: event.start.toISOString() };
+  if (event.uid) source.event_uid = event.uid;
+  if (event.end) source.ends_at = event.end.toISOString();
+  if (event.room) source.location = event.room;
+  return source;
+}
+
+/** The file passage that best answers the question, if one does. */
+function findPassage(context: Context): { passage: Passage; coverage: number; terms: QueryTerm[] } | null {
+  const { index, reading } = context;
+  // Time words name no passage, but help pick the line that answers ("on Saturday").
+  const terms = reading.passageTerms.filter((term) => !term.generic || reading.passageTerms.every((other) => other.generic));
+  const core = terms.filter((term) => !isTimeWord(term.word));
+  const search = core.length ? core : terms;
+  if (search.length === 0 || index.passages.length === 0) return null;
+  const ranked = rank(context, index.searchPassages(weighted(terms)), search, 'passages');
+  const best = ranked[0];
+  // Every word of the question picks the lines to quote ("on Saturday" picks Saturday's hours).
+  return best ? { passage: best.item, coverage: best.coverage, terms: reading.passageTerms } : null;
+}
+
+const isTimeWord = (word: string) => /^(monday|tuesday|wednesday|thursday|friday|saturday|sunday|today|tonight|tomorrow|morning|afternoon|evening|night)s?$/.test(word);
+
+function renderPassageAnswer(found: { passage: Passage; terms: QueryTerm[] }): ComposedAnswer {
+  const { passage, terms } = found;
+  const quote = bestLines(passage.text, terms);
+  const heading = passage.headings.at(-1);
+  const quoted = quote
     .split('\n')
     .map((line) => `> ${line}`)
     .join('\n');
-  return `From *${passage.filename}*${where}:\n\n${quoted}`;
+  return {
+    text: `${heading ? `**${heading}**\n\n` : ''}${quoted}`,
+    sources: [{ kind: 'file', title: passage.fileTitle, file_id: passage.fileId, filename: passage.filename }],
+  };
 }
 
-function formatWhen(start: Date, end: Date | null, timeZone: string): string {
-  const day = new Intl.DateTimeFormat('en-US', { timeZone, weekday: 'short', day: 'numeric', month: 'short' }).format(start);
-  const time = (date: Date) => new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(date);
-  return `${day}, ${time(start)}${end ? `–${time(end)}` : ''}`;
+/** The lines or sentences of a passage that hold the question's words (all of a short passage). */
+function bestLines(text: string, terms: QueryTerm[]): string {
+  const lines = text.split('\n').filter((line) => line.trim());
+  const units = lines.length > 1 ? lines : text.split(/(?<=[.!?])\s+/);
+  if (units.length === 1 || (lines.length === 1 && text.length <= 320)) return text;
+  const wanted = new Set(terms.flatMap((term) => [term.stem, ...term.also]));
+  const scores = units.map((unit) => new Set(words(unit).map(stem).filter((word) => wanted.has(word))).size);
+  const best = Math.max(...scores);
+  if (best === 0) return truncate(text, MAX_QUOTE_CHARS);
+  const picked: string[] = [];
+  let size = 0;
+  units.forEach((unit, position) => {
+    if (scores[position]! >= Math.max(1, best / 2) && size + unit.length <= MAX_QUOTE_CHARS) {
+      picked.push(unit.trim());
+      size += unit.length;
+    }
+  });
+  return picked.join(lines.length > 1 ? '\n' : ' ') || truncate(text, MAX_QUOTE_CHARS);
+}
+
+function firstSentences(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  if (flat.length <= max) return flat;
+  const sentences = flat.split(/(?<=[.!?])\s+/);
+  let result = '';
+  for (const sentence of sentences) {
+    if ((result + sentence).length > max) break;
+    result = result ? `${result} ${sentence}` : sentence;
+  }
+  return result || truncate(flat, max);
 }
 
 function truncate(text: string, max: number): string {
@@ -109,8 +459,31 @@ function truncate(text: string, max: number): string {
   return `${cut.slice(0, lastSpace > max * 0.6 ? lastSpace : max).trimEnd()}…`;
 }
 
-function uniqueSources(passages: readonly Passage[]): Source[] {
-  const seen = new Map<string, Source>();
-  for (const passage of passages) seen.set(passage.fileId, { file_id: passage.fileId, filename: passage.filename });
-  return [...seen.values()];
+interface TimeFormat {
+  /** "Sat 14 Mar, 19:00–21:00 CDT" */
+  span(start: Date, end: Date | null): string;
+  /** "Sat 14 Mar, 19:00 CDT" */
+  when(date: Date): string;
+  /** "21:00" */
+  clock(date: Date): string;
 }
+
+/** Times as DESIGN §9 shows them to people: convention zone, 24-hour, with the zone's abbreviation. */
+export function timeFormat(timeZone: string): TimeFormat {
+  const day = new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' });
+  const clock = new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+  const zoneName = (date: Date) => {
+    const name = (locale: string) =>
+      new Intl.DateTimeFormat(locale, { timeZone, timeZoneName: 'short' }).formatToParts(date).find((part) => part.type === 'timeZoneName')?.value ?? '';
+    const american = name('en-US');
+    return /^GMT[+-]/.test(american) ? name('en-GB') : american;
+  };
+  const dayText = (date: Date) => day.format(date).replace(',', '');
+  return {
+    span: (start, end) => `${dayText(start)}, ${clock.format(start)}${end ? `–${clock.format(end)}` : ''} ${zoneName(start)}`,
+    when: (date) => `${dayText(date)}, ${clock.format(date)} ${zoneName(date)}`,
+    clock: (date) => clock.format(date),
+  };
+}
+
+export { fold };

@@ -13,7 +13,7 @@ const at = (local: string) => new Date(`${local}-05:00`);
 function event(title: string, start: string, end: string | null, facts: Record<string, string>, description: string) {
   return [
     `### ${title}`,
-    eventMarker(at(start), end ? at(end) : null),
+    eventMarker(at(start), end ? at(end) : null, { uid: `uid:${title.toLowerCase().replace(/\W+/g, '-')}` }),
     ...Object.entries(facts).map(([key, value]) => `- ${key}: ${value}`),
     '',
     description,
@@ -43,13 +43,15 @@ Water refill stations are next to every restroom.`;
 describe('the offline (local) assistant', () => {
   let ctx: TestContext;
   let assistant: AssistantService;
+  let provider: LocalProvider;
   const time = manualClock(FRIDAY_6PM);
 
   beforeEach(async () => {
     ctx = await createTestContext({ clock: time.clock });
     await ctx.deps.config.update({ assistant_poll_interval: '100ms' });
+    provider = new LocalProvider({ database: ctx.deps.database, clock: time.clock, timeZone: () => 'UTC' });
     assistant = new AssistantService({
-      provider: new LocalProvider({ database: ctx.deps.database, clock: time.clock, timeZone: () => 'UTC' }),
+      provider,
       database: ctx.deps.database,
       clock: time.clock,
       logger: ctx.deps.loggers.get('assistant'),
@@ -58,7 +60,10 @@ describe('the offline (local) assistant', () => {
     await assistant.uploadFile({ filename: 'schedule.md', data: Buffer.from(SCHEDULE) });
     await assistant.uploadFile({ filename: 'notes.txt', data: Buffer.from(NOTES) });
   });
-  afterEach(() => ctx.close());
+  afterEach(async () => {
+    await provider.close();
+    await ctx.close();
+  });
 
   const ask = (question: string, threadId: string | null = null) => assistant.ask({ sessionId: 'test-session' }, threadId, question);
 
@@ -66,16 +71,27 @@ describe('the offline (local) assistant', () => {
     const result = await ask('Where is the lost and found?');
     expect(result.runStatus).toBe('completed');
     expect(result.answer.text).toContain('registration desk in the lobby');
-    expect(result.answer.text).toContain('*notes.txt*');
-    expect(result.answer.sources).toEqual([expect.objectContaining({ filename: 'notes.txt' })]);
+    // The source is named in `sources`, never in the text.
+    expect(result.answer.text).not.toContain('notes.txt');
+    expect(result.answer.text).not.toContain('offline assistant');
+    expect(result.answer.sources).toEqual([expect.objectContaining({ kind: 'file', title: 'Notes', filename: 'notes.txt' })]);
     expect(result.usage.total_tokens).toBeGreaterThan(0);
   });
 
   it('reads "tonight" against the schedule in the convention\'s time zone', async () => {
     const { answer } = await ask("What's on in Hall B tonight?");
     expect(answer.text).toContain('Friday Night Rave');
-    expect(answer.text).toContain('Fri, Mar 13, 21:00–01:00');
-    expect(answer.text).toContain('Where: Hall B');
+    expect(answer.text).toContain('Fri 13 Mar, 21:00–01:00 CDT');
+    expect(answer.text).toContain('· Hall B');
+    // Events are cited by the feed's own id, with their time and room.
+    expect(answer.sources).toContainEqual({
+      kind: 'event',
+      title: 'Friday Night Rave',
+      event_uid: 'uid:friday-night-rave',
+      starts_at: '2026-03-14T02:00:00.000Z',
+      ends_at: '2026-03-14T06:00:00.000Z',
+      location: 'Hall B',
+    });
     expect(answer.text).not.toContain('Karaoke');
     expect(answer.text).not.toContain('Filk Circle');
   });
@@ -99,7 +115,7 @@ describe('the offline (local) assistant', () => {
   it('finds a guest\'s events by name, accents and all', async () => {
     const { answer } = await ask('When does Juan Pérez appear?');
     expect(answer.text).toContain('Costume Contest');
-    expect(answer.text).toContain('Sat, Mar 14, 19:00–21:00');
+    expect(answer.text).toContain('Sat 14 Mar, 19:00–21:00 CDT');
   });
 
   it('says plainly when it finds nothing, and never invents', async () => {

@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../../clock.ts';
 import { rememberedSetting } from '../../db/app-settings.ts';
+import { deleteParts, readParts, writeParts } from '../../db/content-parts.queries.ts';
 import type { Database } from '../../db/database.ts';
 import {
   estimateTokens,
@@ -14,8 +16,7 @@ import {
   type StoredFile,
   type VectorStoreInfo,
 } from '../provider.ts';
-import { composeAnswer } from './compose-answer.ts';
-import { KnowledgeIndex } from './knowledge-index.ts';
+import { KnowledgeHost } from './knowledge-host.ts';
 import * as queries from './local.queries.ts';
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
@@ -27,7 +28,9 @@ const STORE_SETTING = 'local_vector_store_id';
  * threads and runs in the database, and answers from the files in its
  * "vector store" — kept in the database and indexed for full-text search —
  * by quoting the best-matching passages. The run is worked on when it is
- * first retrieved, as a provider's worker would.
+ * first retrieved, as a provider's worker would. The index and the answers
+ * live in a worker thread (knowledge-host.ts), kept up to date as files come
+ * and go, so a big schedule never holds the main thread.
  */
 export class LocalProvider implements AssistantProvider {
   readonly kind = 'local' as const;
@@ -36,12 +39,20 @@ export class LocalProvider implements AssistantProvider {
   readonly #database: Database;
   readonly #clock: Clock;
   readonly #timeZone: () => string;
-  #index: { signature: string; index: KnowledgeIndex } | undefined;
+  readonly #host: KnowledgeHost;
+  /** One load of the files into the worker at a time. */
+  #loading: Promise<void> | undefined;
 
   constructor(options: { database: Database; clock: Clock; timeZone: () => string }) {
     this.#database = options.database;
     this.#clock = options.clock;
     this.#timeZone = options.timeZone;
+    this.#host = new KnowledgeHost({ timeZone: options.timeZone });
+  }
+
+  /** Ends the index worker. */
+  close(): Promise<void> {
+    return this.#host.close();
   }
 
   get #db() {
@@ -129,12 +140,15 @@ export class LocalProvider implements AssistantProvider {
   async uploadFile(call: ProviderCall, file: { filename: string; data: Buffer }): Promise<StoredFile & { vector_store_id: string }> {
     const storeId = await this.#storeId();
     call.request({ vector_store_id: storeId, filename: file.filename, bytes: file.data.length });
-    const content = file.data.toString('utf8');
-    if (content.includes('\u0000') || content.includes('\uFFFD')) {
+    if (file.data.includes(0) || !isUtf8(file.data)) {
       throw new ProviderError('The offline assistant reads text files only (UTF-8 text, Markdown, JSON, CSV or HTML).', { status: 400 });
     }
     const stored = { id: newId('file'), vector_store_id: storeId, filename: file.filename, bytes: file.data.length, created_at: this.#now() };
-    await queries.insertFile(this.#db, { ...stored, content });
+    // The content goes in parts (a schedule can be 20 MB), and to the index worker as bytes it decodes itself.
+    await writeParts(this.#db, queries.fileContent(stored.id), file.data);
+    await queries.insertFile(this.#db, { ...stored, content: '' });
+    // Searchable before the upload returns, as OpenAI's file batches are.
+    await this.#host.add({ id: stored.id, filename: stored.filename, content: file.data });
     call.response(stored);
     return stored;
   }
@@ -144,16 +158,20 @@ export class LocalProvider implements AssistantProvider {
     call.request({ vector_store_id: storeId, file_id: fileId });
     const result = await queries.deleteFile(this.#db, storeId, fileId);
     if (Number(result.numDeletedRows) === 0) throw new ProviderError(`No file ${fileId} in the vector store`, { status: 404 });
+    await deleteParts(this.#db, queries.fileContent(fileId));
+    await this.#host.remove(fileId);
     call.response({ id: fileId, deleted: true });
   }
 
   /** Answers the thread's newest question and completes the run (once, even if polled twice at the same moment). */
   async #work(threadId: string, runId: string): Promise<void> {
     const question = await queries.latestUserMessage(this.#db, threadId);
-    const index = await this.#knowledge();
-    const { text, sources } = question
-      ? composeAnswer(question.content, index, this.#clock.now(), this.#timeZone())
-      : { text: 'There is no question on this thread yet.', sources: [] };
+    let answer = { text: 'There is no question on this thread yet.', sources: [] as Answer['sources'] };
+    if (question) {
+      await this.#current();
+      answer = await this.#host.answer(question.content, this.#clock.now(), this.#timeZone());
+    }
+    const { text, sources } = answer;
     await this.#database.transaction(async (trx) => {
       const usage = { prompt_tokens: estimateTokens(question?.content ?? ''), completion_tokens: estimateTokens(text) };
       const claimed = await queries.completeRun(trx, runId, usage);
@@ -170,16 +188,26 @@ export class LocalProvider implements AssistantProvider {
     });
   }
 
-  /** The search index over the store's files, rebuilt when the files change. */
-  async #knowledge(): Promise<KnowledgeIndex> {
+  /**
+   * Makes sure the worker holds the store's current files: loaded in full on
+   * first use, and again when another process changed them.
+   */
+  async #current(): Promise<void> {
     const storeId = await this.#storeId();
-    const files = await queries.listFiles(this.#db, storeId);
-    const signature = files.map((file) => file.id).join(',');
-    if (this.#index?.signature !== signature) {
-      const contents = await queries.filesWithContent(this.#db, storeId);
-      this.#index = { signature, index: new KnowledgeIndex(contents, this.#timeZone()) };
-    }
-    return this.#index.index;
+    const ids = (await queries.listFiles(this.#db, storeId)).map((file) => file.id);
+    const known = this.#host.fileIds;
+    if (known && ids.length === known.size && ids.every((id) => known.has(id))) return;
+    this.#loading ??= (async () => {
+      const files = await queries.filesWithContent(this.#db, storeId);
+      // Files stored before contents went in parts keep theirs inline.
+      const contents = await Promise.all(
+        files.map(async (file) => ({ id: file.id, filename: file.filename, content: file.content || (await readParts(this.#db, queries.fileContent(file.id))) })),
+      );
+      await this.#host.load(contents);
+    })().finally(() => {
+      this.#loading = undefined;
+    });
+    await this.#loading;
   }
 
   #storeId(): Promise<string> {

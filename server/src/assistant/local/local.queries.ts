@@ -74,3 +74,6 @@ export const insertFile = (db: Db, file: { id: string; vector_store_id: string; 
 
 export const deleteFile = (db: Db, vectorStoreId: string, fileId: string) =>
   db.deleteFrom('local_files').where('vector_store_id', '=', vectorStoreId).where('id', '=', fileId).executeTakeFirst();
+
+/** Where a file's content is (db/content-parts.queries.ts). */
+export const fileContent = (id: string) => `local_file:${id}`;

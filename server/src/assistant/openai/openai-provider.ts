@@ -2,6 +2,7 @@ import OpenAI, { APIConnectionTimeoutError, APIError, toFile } from 'openai';
 import type { Clock } from '../../clock.ts';
 import { rememberedSetting } from '../../db/app-settings.ts';
 import type { Database } from '../../db/database.ts';
+import { fileSource } from '../knowledge-format.ts';
 import {
   estimateTokens,
   ProviderError,
@@ -232,10 +233,10 @@ export class OpenAIProvider implements AssistantProvider {
   }
 
   async #withFilenames(sources: Source[]): Promise<Source[]> {
-    const missing = sources.filter((source) => !source.filename).map((source) => source.file_id);
+    const missing = sources.filter((source) => !source.filename).map((source) => source.file_id ?? '');
     if (missing.length === 0) return sources;
     const names = await this.#filenames(missing).catch(() => new Map<string, string>());
-    return sources.map((source) => ({ ...source, filename: source.filename || names.get(source.file_id) || source.file_id }));
+    return sources.map((source) => (source.filename ? source : fileSource(source.file_id ?? '', names.get(source.file_id ?? '') || source.file_id || '')));
   }
 }
 
@@ -290,7 +291,7 @@ function answerFromContent(messageId: string, content: MessageContent): Answer {
   for (const part of content) {
     if (part.type !== 'output_text') continue;
     for (const annotation of part.annotations) {
-      if (annotation.type === 'file_citation') sources.set(annotation.file_id, { file_id: annotation.file_id, filename: annotation.filename });
+      if (annotation.type === 'file_citation') sources.set(annotation.file_id, fileSource(annotation.file_id, annotation.filename));
     }
   }
   return { messageId, text: textOf(content), sources: [...sources.values()] };

@@ -225,9 +225,9 @@ describe('the knowledge document', () => {
     });
     expect(document).toContain('# Nordlicht Con');
     expect(document).toContain('<!-- timezone: Europe/Berlin -->');
-    expect(document).toContain('- Moved: Floating Meetup now Sat 28 Mar, 14:00 in Foyer (was Sat 28 Mar, 14:00 in Hall)');
+    expect(document).toContain('- Moved: Floating Meetup now Sat 28 Mar, 14:00 in Foyer (was Sat 28 Mar, 14:00 in Hall) <!-- change kind=moved_room uid=');
     expect(document).toContain('## Friday, 27 March 2026');
-    expect(document).toContain('### 18:00–19:30 · Eröffnung – Keynote 🎉\n<!-- event start=2026-03-27T17:00:00.000Z end=2026-03-27T18:30:00.000Z -->\n- Where: Saal München');
+    expect(document).toContain('### 18:00–19:30 · Eröffnung – Keynote 🎉\n<!-- event uid=keynote@nordlicht start=2026-03-27T17:00:00.000Z end=2026-03-27T18:30:00.000Z -->\n- Where: Saal München');
     expect(document).toContain('### 16:00–17:00 · Drawing Jam (CANCELLED)');
     expect(document).toContain('- Status: Cancelled');
     expect(document.indexOf('Friday, 27 March')).toBeLessThan(document.indexOf('Saturday, 28 March'));

@@ -1,4 +1,4 @@
-import { eventMarker, timezoneMarker } from '../../assistant/knowledge-format.ts';
+import { changeMarker, eventMarker, timezoneMarker } from '../../assistant/knowledge-format.ts';
 import { localDay } from '../../time-zone.ts';
 import type { ScheduleChange } from './diff.ts';
 import type { ParsedSchedule, ScheduleEvent } from './schedule-event.ts';
@@ -31,7 +31,9 @@ export function renderScheduleDocument(
   const changes = options.changes ?? [];
   if (changes.length > 0) {
     lines.push('## Recent changes', '');
-    for (const change of changes) lines.push(`- ${describeChange(change, shortWhen)}`);
+    for (const change of changes) {
+      lines.push(`- ${describeChange(change, shortWhen)} ${changeMarker({ kind: change.kind, uid: change.uid, wasStart: change.before?.start, wasRoom: change.before?.location })}`);
+    }
     lines.push('');
   }
 
@@ -45,10 +47,11 @@ export function renderScheduleDocument(
     for (const event of events) {
       const span = event.allDay ? 'All day' : `${time.format(event.start)}${event.end ? `–${time.format(event.end)}` : ''}`;
       lines.push(`### ${span} · ${event.title}${event.status === 'cancelled' ? ' (CANCELLED)' : ''}`);
-      lines.push(eventMarker(event.start, event.end));
+      lines.push(eventMarker(event.start, event.end, { uid: event.uid, status: event.status }));
       if (event.location) lines.push(`- Where: ${event.location}`);
       if (event.track) lines.push(`- Track: ${event.track}`);
       if (event.speakers.length) lines.push(`- Speakers: ${event.speakers.join(', ')}`);
+      if (event.language) lines.push(`- Language: ${event.language}`);
       if (event.status === 'cancelled') lines.push('- Status: Cancelled');
       if (event.description) lines.push('', event.description);
       lines.push('');

@@ -1,3 +1,6 @@
+/** The feed formats the crawler reads, told apart by content (detect-format.ts). */
+export type ScheduleFormat = 'ics' | 'json' | 'frab-xml' | 'frab-json';
+
 /** One event of the convention's schedule, whatever format it came in. */
 export interface ScheduleEvent {
   /** The feed's id (a recurrence instance: `${uid}#${start ISO}`), or a stable hash of title and start. */
@@ -15,6 +18,8 @@ export interface ScheduleEvent {
   description: string | null;
   status: 'confirmed' | 'tentative' | 'cancelled';
   url: string | null;
+  /** The language it is held in, when the feed says (frab/pretalx: "en", "de"). */
+  language?: string | null;
 }
 
 export interface ParsedSchedule {
@@ -22,7 +27,7 @@ export interface ParsedSchedule {
   calendarName: string | null;
   /** The feed's own zone (X-WR-TIMEZONE or its only TZID). */
   timeZone: string | null;
-  format: 'ics' | 'json';
+  format: ScheduleFormat;
 }
 
 /** A schedule that cannot be read; the message says what is wrong. */

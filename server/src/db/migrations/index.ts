@@ -7,6 +7,7 @@ import * as crawler from './20261122T110000-crawler.ts';
 import * as chatCounters from './20261122T120000-chat-counters.ts';
 import * as listIndexes from './20261123T090000-list-indexes.ts';
 import * as askPipeline from './20261123T100000-ask-pipeline.ts';
+import * as knowledgeAndHeldRuns from './20261124T090000-knowledge-and-held-runs.ts';
 import * as publicChatWording from './20261125T090000-public-chat-wording.ts';
 import * as crawlerHealth from './20261125T100000-crawler-health.ts';
 import * as retention from './20261125T110000-retention.ts';
@@ -27,6 +28,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261122T120000-chat-counters': chatCounters,
   '20261123T090000-list-indexes': listIndexes,
   '20261123T100000-ask-pipeline': askPipeline,
+  '20261124T090000-knowledge-and-held-runs': knowledgeAndHeldRuns,
   '20261125T090000-public-chat-wording': publicChatWording,
   '20261125T100000-crawler-health': crawlerHealth,
   '20261125T110000-retention': retention,

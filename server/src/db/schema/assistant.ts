@@ -72,3 +72,26 @@ export interface LocalFileTable {
   content: string;
   created_at: string;
 }
+
+/** A document the assistant knows (the crawler's schedule or an operator's upload), whatever the provider. */
+export interface KnowledgeDocumentTable {
+  id: Generated<number>;
+  kind: 'schedule' | 'upload';
+  title: string;
+  filename: string;
+  bytes: number;
+  provider: string | null;
+  provider_file_id: string | null;
+  provider_status: Generated<'pending' | 'ready' | 'failed'>;
+  provider_error: string | null;
+  synced_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A part of a stored file's content ('document:<id>' or 'local_file:<id>'), in order. */
+export interface ContentPartTable {
+  owner: string;
+  part: number;
+  data: Uint8Array;
+}

@@ -19,6 +19,9 @@ export interface CrawlerRunTable {
   etag: string | null;
   last_modified: string | null;
   duration_ms: number | null;
+  /** Held: stored, but the previous schedule stays live until an operator forces a refresh. */
+  held: Generated<boolean>;
+  warning: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -1,6 +1,8 @@
 import type { AskCommandFeedbackTable, AskCommandTable, DiscordMessageTable, UserTable } from './ask.ts';
 import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable } from './admin.ts';
 import type {
+  ContentPartTable,
+  KnowledgeDocumentTable,
   LocalFileTable,
   LocalMessageTable,
   LocalRunTable,
@@ -50,6 +52,8 @@ export interface DB {
   local_runs: LocalRunTable;
   local_vector_stores: LocalVectorStoreTable;
   local_files: LocalFileTable;
+  knowledge_documents: KnowledgeDocumentTable;
+  content_parts: ContentPartTable;
 
   users: UserTable;
   ask_commands: AskCommandTable;

@@ -1,3 +1,4 @@
+import type { KnowledgeDocument } from '@concierge/contract';
 import CloudUploadOutlined from '@mui/icons-material/CloudUploadOutlined';
 import {
   Box,
@@ -20,6 +21,7 @@ import { useState } from 'react';
 import { useDropzone, type FileRejection } from 'react-dropzone';
 import { ApiError, api, describeHttpError } from '../../api/client.ts';
 import { Page } from '../../app/Layout.tsx';
+import { KNOWLEDGE_QUERY_KEY, KnowledgeSection } from './KnowledgeSection.tsx';
 
 /** File types the vector store takes (the server checks again, per provider). */
 const ACCEPT = {
@@ -122,8 +124,11 @@ export default function CommandsPage() {
   const refresh = (force: boolean) =>
     act(force ? 'force' : 'refresh', async () => {
       try {
-        await api.post('/api/schedule/refresh', { query: { force: force ? 'true' : undefined }, timeoutMs: 120_000 });
-        success('Refresh triggered');
+        const reply = await api.post<{ held?: boolean; message?: string }>('/api/schedule/refresh', { query: { force: force ? 'true' : undefined }, timeoutMs: 120_000 });
+        // A held run keeps the previous schedule live: say so rather than report a plain success.
+        if (reply.held) enqueueSnackbar(reply.message ?? 'The schedule run is held; press Force to make it live', { variant: 'warning' });
+        else success('Refresh triggered');
+        void queryClient.invalidateQueries({ queryKey: KNOWLEDGE_QUERY_KEY });
       } catch (error) {
         failure(describeHttpError(error));
       }
@@ -158,9 +163,21 @@ export default function CommandsPage() {
       try {
         const reply = await api.post<{ message?: string }>('/api/openai/vector_store/upload', { form, timeoutMs: 180_000 });
         success(`File uploaded successfully: ${reply.message ?? JSON.stringify(reply)}`);
+        void queryClient.invalidateQueries({ queryKey: KNOWLEDGE_QUERY_KEY });
       } catch (error) {
         failure(`Failed to upload file: ${error instanceof ApiError ? (error.serverMessage ?? error.message) : String(error)}`);
       }
+    });
+
+  const deleteDocument = (document: KnowledgeDocument) =>
+    act('delete', async () => {
+      try {
+        await api.delete(`/api/knowledge/${document.id}`);
+        success(`Deleted ${document.title}`);
+      } catch (error) {
+        failure(`Failed to delete ${document.title}: ${error instanceof ApiError ? (error.serverMessage ?? error.message) : String(error)}`);
+      }
+      void queryClient.invalidateQueries({ queryKey: KNOWLEDGE_QUERY_KEY });
     });
 
   const dropzone = useDropzone({
@@ -270,6 +287,17 @@ export default function CommandsPage() {
             </Box>
           </CardContent>
         </Card>
+
+        <KnowledgeSection
+          busy={busy !== null}
+          onDelete={(document) =>
+            setConfirmation({
+              title: 'Delete',
+              text: `Remove “${document.title}” (${document.filename}) from what the assistant knows?`,
+              run: () => deleteDocument(document),
+            })
+          }
+        />
       </Stack>
 
       <Dialog open={confirmation !== null} onClose={() => setConfirmation(null)} aria-labelledby="confirm-title">

@@ -1,5 +1,5 @@
 import type { CrawlerRun, ScheduleChangeRow } from '@concierge/contract';
-import { Box, Button, List, ListItem, ListItemText, Stack, Typography } from '@mui/material';
+import { Box, Button, Chip, List, ListItem, ListItemText, Stack, Typography } from '@mui/material';
 import { useState } from 'react';
 import { useNavigate } from 'react-router';
 import { formatDateTime } from '../../components/format.ts';
@@ -21,7 +21,11 @@ const COLUMNS: ColumnDef<CrawlerRun>[] = [
   { label: 'ID', render: (run) => run.id, narrow: true },
   { label: 'URL', render: (run) => <Truncated text={run.url} max={30} /> },
   { label: 'Hash', render: (run) => <Truncated text={run.hash} max={8} />, narrow: true },
-  { label: 'Status', render: (run) => <ErrorSuccessChip error={run.error} />, narrow: true },
+  {
+    label: 'Status',
+    render: (run) => (run.held && !run.error ? <Chip size="small" color="warning" label="Held" title={run.warning ?? undefined} /> : <ErrorSuccessChip error={run.error} />),
+    narrow: true,
+  },
   { label: 'File', render: (run) => <Truncated text={run.file} max={15} /> },
   { label: 'Tracks', render: (run) => <Truncated text={run.tracks} max={20} /> },
   { label: 'Events', render: (run) => run.event_count, narrow: true },

@@ -33,6 +33,7 @@ interface BotStatus {
     last_failure_at?: string | null;
     consecutive_failures?: number;
     last_error?: string | null;
+    held_run?: { id: number; event_count: number; warning: string | null; created_at: string } | null;
   };
   reports: Record<string, number>;
   retention?: {
@@ -167,6 +168,12 @@ function StatusTables({ status }: { status: BotStatus }) {
           {warning}
         </Alert>
       ))}
+      {status.crawler.held_run && (
+        <Alert severity="warning" sx={{ mb: 2 }} data-testid="held-run">
+          Schedule run {status.crawler.held_run.id} is held: {status.crawler.held_run.warning ?? `${status.crawler.held_run.event_count} events`} Force it on the
+          Commands screen once the feed is right.
+        </Alert>
+      )}
       <Box sx={{ display: 'grid', gap: 2, gridTemplateColumns: { xs: '1fr', md: '1fr 1fr' }, alignItems: 'start' }}>
         <StatusTable
           title="General"
@@ -211,6 +218,7 @@ function StatusTables({ status }: { status: BotStatus }) {
               ...(status.crawler.consecutive_failures && status.crawler.last_error
                 ? [['Last error', <Typography key="error" component="span" variant="body2" color="error" sx={{ wordBreak: 'break-word' }}>{status.crawler.last_error}</Typography>] as [string, ReactNode]]
                 : []),
+              ['Held run', status.crawler.held_run ? `#${status.crawler.held_run.id} (${n(status.crawler.held_run.event_count)} events)` : 'no'],
             ]}
           />
           <StatusTable title="Reports" rows={entries(status.reports)} />

