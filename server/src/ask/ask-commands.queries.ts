@@ -98,6 +98,8 @@ export async function requeueAbandoned(db: Db, scope: { owner: string; now: stri
     .set({ state: 'queued', owner: null, lease_expires_at: null, updated_at: scope.now })
     .where('state', '=', 'in_progress')
     .$if(scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
+    // A process never takes back its own commands: it renews their leases itself.
+    .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
     .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', scope.now)])))
     .returning('id')
     .execute();

@@ -158,6 +158,8 @@ export const abandonedQuestions = (db: Db, scope: { owner: string; now: string; 
     .where('state', '=', 'processing')
     .where('role', '=', 'user')
     .$if(scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
+    // A process never takes over its own questions: it renews their leases itself.
+    .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
     .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', scope.now)])))
     .orderBy('id')
     .limit(limit)
@@ -171,6 +173,7 @@ export const claimQuestion = (db: Db, id: number, scope: { owner: string; now: s
     .where('id', '=', id)
     .where('state', '=', 'processing')
     .$if(scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
+    .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
     .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', scope.now)])))
     .returningAll()
     .executeTakeFirst();

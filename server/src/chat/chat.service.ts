@@ -79,6 +79,8 @@ export class ChatService implements LeasedWork {
   readonly #options: ChatServiceOptions;
   readonly #logger: Logger;
   readonly #windows: WindowCounter;
+  /** Questions this process is answering now (asked here or taken over), so a retry can wait on the answer itself. */
+  readonly #answering = new Map<number, Promise<unknown>>();
 
   constructor(options: ChatServiceOptions) {
     this.#options = options;
@@ -275,7 +277,7 @@ export class ChatService implements LeasedWork {
       slot.release();
       throw error;
     }
-    const outcome = await pipeline.answer(
+    const answering = pipeline.answer(
       slot,
       {
         asker: { origin: source, sessionId: session.session_id, messageId },
@@ -287,6 +289,7 @@ export class ChatService implements LeasedWork {
       },
       this.#recorder({ messageId, sessionId: session.session_id, clientIp: client.ip, userAgent: client.userAgent, receivedAt }),
     );
+    const outcome = await this.#track(messageId, answering);
     return { success: true, response: outcome.answer.text, feedback_id: messageId, error: null, sources: outcome.answer.sources };
   }
 
@@ -319,11 +322,21 @@ export class ChatService implements LeasedWork {
       }
       taken++;
       this.#logger.info({ messageId: row.id, sessionId: row.session_id, step: row.step, runId: row.run_id }, 'taking over a question a stopped process was answering');
-      void this.#resume(slot, row).catch((error: unknown) => this.#logger.error({ err: error, messageId: row.id }, 'could not finish a taken-over question'));
+      void this.#track(row.id, this.#resume(slot, row)).catch((error: unknown) => this.#logger.error({ err: error, messageId: row.id }, 'could not finish a taken-over question'));
     }
     const heldBefore = scope.everyone ? now : new Date(scope.now.getTime() - IN_FLIGHT_STALE_MS / 4).toISOString();
     await queries.releaseOrphanedInFlight(this.#db, heldBefore);
     return taken;
+  }
+
+  /** Remembers an answer in progress until it settles. */
+  async #track<T>(messageId: number, work: Promise<T>): Promise<T> {
+    this.#answering.set(messageId, work);
+    try {
+      return await work;
+    } finally {
+      if (this.#answering.get(messageId) === work) this.#answering.delete(messageId);
+    }
   }
 
   async #resume(slot: Slot, row: queries.MessageRow): Promise<void> {
@@ -377,13 +390,24 @@ export class ChatService implements LeasedWork {
   async #replay(earlier: queries.MessageRow): Promise<ChatReply> {
     let row: queries.MessageRow | undefined = earlier;
     const ceilingMs = this.#options.answerCeilingMs ?? ANSWER_CEILING_MS;
-    const deadline = this.#now().getTime() + ceilingMs;
-    while (row && row.state === 'processing' && this.#now().getTime() < deadline) {
-      if (row.lease_expires_at && row.lease_expires_at < this.#now().toISOString()) {
-        await this.recover({ owner: this.#options.pipeline.owner, now: this.#now(), everyone: false });
+    const deadline = this.#options.clock.deadline(ceilingMs);
+    try {
+      while (row && row.state === 'processing' && !deadline.signal.aborted) {
+        if (!this.#answering.has(row.id) && row.lease_expires_at && row.lease_expires_at < this.#now().toISOString()) {
+          await this.recover({ owner: this.#options.pipeline.owner, now: this.#now(), everyone: false });
+        }
+        const here = this.#answering.get(row.id);
+        if (here) {
+          // Answered in this process: wait for the answer itself.
+          await Promise.race([here.catch(() => {}), new Promise((resolve) => deadline.signal.addEventListener('abort', resolve, { once: true }))]);
+        } else {
+          // Answered by another process: look again shortly.
+          await this.#options.clock.sleep(REPLAY_WAIT_POLL_MS, deadline.signal).catch(() => {});
+        }
+        row = await queries.findMessage(this.#db, earlier.id);
       }
-      await this.#options.clock.sleep(REPLAY_WAIT_POLL_MS);
-      row = await queries.findMessage(this.#db, earlier.id);
+    } finally {
+      deadline.clear();
     }
     if (!row || row.state === 'processing') throw new AppError(504, 'answer_timeout', 'The assistant is still working on this question. Please try again in a moment.');
     if (row.state !== 'completed') throw new AppError(502, 'provider_error', 'The assistant could not answer this question. Please try again.');

@@ -64,7 +64,10 @@ async function everyRow(database: Database): Promise<Record<string, unknown[]>> 
   const dump: Record<string, unknown[]> = {};
   for (const { name } of tables.filter((table) => !table.name.startsWith('kysely_')).sort((a, b) => a.name.localeCompare(b.name))) {
     const { rows } = await sql<Record<string, unknown>>`select * from ${sql.id(name)}`.execute(db);
-    dump[name] = rows.map((row) => JSON.stringify(row, Object.keys(row).sort())).sort();
+    // Binary columns come back as a Uint8Array from SQLite and a Buffer from PostgreSQL: compare their bytes.
+    const comparable = (row: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(row).map(([key, value]) => [key, value instanceof Uint8Array ? `bytes:${Buffer.from(value).toString('hex')}` : value]));
+    dump[name] = rows.map((row) => JSON.stringify(comparable(row), Object.keys(row).sort())).sort();
   }
   return dump;
 }
