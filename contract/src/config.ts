@@ -5,6 +5,10 @@ export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARN', 'ERROR'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export const TRUNCATION_TYPES = ['auto', 'last_messages'] as const;
+
+/** What happens when the day's token budget is spent (spending cap). */
+export const TOKEN_BUDGET_ACTIONS = ['offline', 'pause'] as const;
+export type TokenBudgetAction = (typeof TOKEN_BUDGET_ACTIONS)[number];
 export type TruncationType = (typeof TRUNCATION_TYPES)[number];
 
 /** The seven per-subsystem log level fields of the runtime configuration. */
@@ -151,6 +155,10 @@ export const ConfigFieldsSchema = z.object({
   public_chat_about_text: requiredText(8000),
   /** Markdown; what a visitor is told while the bot is paused. */
   public_chat_paused_message: requiredText(1000),
+  /** Provider tokens the public chat and the bot may spend per convention day; 0 = no cap. */
+  daily_token_budget: int(0, 1_000_000_000),
+  /** What happens once the day's tokens are spent: answer with the offline assistant, or pause. */
+  token_budget_action: z.enum(TOKEN_BUDGET_ACTIONS, { error: 'must be offline or pause' }),
   /** Days public chat messages (and idle sessions) are kept; 0 keeps them for ever. */
   retention_messages_days: int(0, 3650),
   /** Days client IP addresses are kept on any row (then removed from it); 0 keeps them for ever. */

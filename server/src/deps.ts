@@ -6,6 +6,8 @@ import { StatusService } from './admin/status.service.ts';
 import { AskCommandService } from './ask/ask-commands.service.ts';
 import { AskPipeline } from './ask/ask-pipeline.ts';
 import { AskWorker } from './ask/ask-worker.ts';
+import { TokenBudget } from './ask/token-budget.ts';
+import { OfflineFallback } from './assistant/offline-fallback.ts';
 import { LeaseKeeper } from './ask/lease-keeper.ts';
 import { AssistantService } from './assistant/assistant.service.ts';
 import { KnowledgeService } from './assistant/knowledge.service.ts';
@@ -44,6 +46,8 @@ export interface Deps {
   assistant: AssistantService;
   /** Turns questions from every front into answers. */
   pipeline: AskPipeline;
+  /** The spending cap's daily token count. */
+  budget: TokenBudget;
   /** Renews this process's leases and takes over a stopped process's work; started by startServer, not by tests. */
   leases: LeaseKeeper;
   /** The documents the assistant knows, whatever the provider; synced to the provider on start. */
@@ -117,9 +121,27 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       config: () => config.get(),
       events,
     });
-    const pipeline = new AskPipeline({ assistant, clock, config, events, logger: loggers.get('assistant'), maxConcurrentRuns: env.MAX_CONCURRENT_RUNS, productName: env.PRODUCT_NAME });
-    const leases = new LeaseKeeper({ clock, logger: loggers.get('assistant'), pipeline, everyoneAtStart: database.dialect === 'sqlite' });
     const knowledge = new KnowledgeService({ database, clock, logger: loggers.get('assistant'), assistant });
+    // The spending cap: the day's provider tokens, and with OpenAI the offline assistant standing by.
+    const budget = new TokenBudget({ database, clock, config, events, logger: loggers.get('assistant'), timeZone: () => crawler.timeZone() });
+    const fallback = usesOpenAI(env)
+      ? new OfflineFallback({
+          assistant: new AssistantService({ provider: createLocalProvider(env, database, clock), database, clock, logger: loggers.get('assistant'), config: () => config.get(), events }),
+          knowledge,
+        })
+      : undefined;
+    const pipeline = new AskPipeline({
+      assistant,
+      clock,
+      config,
+      events,
+      logger: loggers.get('assistant'),
+      maxConcurrentRuns: env.MAX_CONCURRENT_RUNS,
+      productName: env.PRODUCT_NAME,
+      budget,
+      fallback,
+    });
+    const leases = new LeaseKeeper({ clock, logger: loggers.get('assistant'), pipeline, everyoneAtStart: database.dialect === 'sqlite' });
     const chat = new ChatService({
       database,
       clock,
@@ -162,14 +184,14 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       usesOpenAI(env) && !turnstileConfigured(env)
         ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
         : [];
-    const status = new StatusService({ database, clock, config, crawler, users, askCommands, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings }, events);
+    const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings }, events);
     const health: HealthSources = { queueSize: () => askCommands.queued(), discordGatewayConnected: () => false };
     const metrics = new Metrics({
       events,
       version: APP_VERSION,
       snapshot: async () => {
         const figures = await status.status();
-        return { paused: figures.paused, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat };
+        return { paused: figures.paused, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat, token_budget: figures.token_budget };
       },
     });
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
@@ -191,6 +213,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       events,
       assistant,
       pipeline,
+      budget,
       leases,
       knowledge,
       chat,
@@ -211,6 +234,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       async close() {
         await askWorker.stop();
         await leases.stop();
+        await fallback?.close();
         await crawlerScheduler.stop();
         await housekeeping.stop();
         metrics.close();
@@ -242,5 +266,8 @@ function createProvider(env: Env, database: Database, clock: Clock): AssistantPr
       clock,
     });
   }
-  return new LocalProvider({ database, clock, timeZone: () => env.CONVENTION_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone });
+  return createLocalProvider(env, database, clock);
 }
+
+const createLocalProvider = (env: Env, database: Database, clock: Clock) =>
+  new LocalProvider({ database, clock, timeZone: () => env.CONVENTION_TIMEZONE ?? Intl.DateTimeFormat().resolvedOptions().timeZone });

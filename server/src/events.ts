@@ -43,8 +43,17 @@ export interface CrawlerRunEvent {
   duration_ms: number;
 }
 
+/** The day's token budget was found spent (published once per day, by one process). */
+export interface BudgetExhaustedEvent {
+  day: string;
+  spent: number;
+  budget: number;
+  action: 'offline' | 'pause';
+}
+
 interface Events {
   answer: [AnswerEvent];
+  budget_exhausted: [BudgetExhaustedEvent];
   /** One call to the assistant provider, by SPEC step (create_thread, create_message, …). */
   provider_call: [step: string, timing: ProviderCallTiming];
   crawler_run: [CrawlerRunEvent];

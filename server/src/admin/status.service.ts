@@ -3,6 +3,7 @@ import type { ConfigService } from '../config/config.service.ts';
 import type { AskCommandService } from '../ask/ask-commands.service.ts';
 import type { CrawlerService } from '../crawler/crawler.service.ts';
 import type { UsersService } from '../users/users.service.ts';
+import type { TokenBudget } from '../ask/token-budget.ts';
 import type { Database } from '../db/database.ts';
 import { conflict } from '../errors.ts';
 import type { EventBus } from '../events.ts';
@@ -30,6 +31,7 @@ export interface StatusOptions {
   crawler: CrawlerService;
   users: UsersService;
   askCommands: AskCommandService;
+  budget: TokenBudget;
   /** The retention in force and the last clean-up (the housekeeping). */
   retention: { retentionStatus(): Promise<RetentionStatus> };
   timeZone: () => string;
@@ -114,7 +116,13 @@ export class StatusService {
     const zone = timeZone();
     const today = zonedParts(now, zone);
     const todayStart = instantOf({ year: today.year, month: today.month, day: today.day }, zone).toISOString();
-    const [crawlerCounters, usersSeen, queued] = await Promise.all([crawler.counters(true), this.#options.users.count(), this.#options.askCommands.queued()]);
+    const [crawlerCounters, usersSeen, queued, reports] = await Promise.all([
+      crawler.counters(true),
+      this.#options.users.count(),
+      this.#options.askCommands.queued(),
+      this.#options.users.reportsByType(),
+      this.#options.budget.refresh(),
+    ]);
     return {
       paused: config.get().paused,
       warnings: this.#options.warnings ?? [],
@@ -125,7 +133,8 @@ export class StatusService {
       api_requests: Object.fromEntries([...this.apiRequests.entries()].sort(([a], [b]) => a.localeCompare(b))),
       current_requests_queued: queued,
       uptime: this.uptimeText(),
-      reports: {} as Record<string, number>,
+      reports,
+      token_budget: this.#options.budget.state(),
       users_seen: usersSeen,
       crawler: {
         enabled: crawlerCounters.enabled,

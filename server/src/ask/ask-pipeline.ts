@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { withProductName } from '@concierge/contract';
 import type { Logger } from 'pino';
-import type { AskProgress, AssistantService, CallContext, ProviderAskStep } from '../assistant/assistant.service.ts';
+import type { AskHooks, AskProgress, AssistantService, CallContext, ProviderAskStep } from '../assistant/assistant.service.ts';
+import type { OfflineFallback } from '../assistant/offline-fallback.ts';
 import { ProviderError, type Answer, type RunOverrides, type RunSettings, type RunState, type TokenUsage } from '../assistant/provider.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import { AppError, serviceUnavailable } from '../errors.ts';
 import type { AnswerEvent, EventBus } from '../events.ts';
+import type { TokenBudget } from './token-budget.ts';
 
 /** Where a question came from. */
 export type AskOrigin = 'public_chat' | 'admin_chat' | 'discord';
@@ -121,7 +123,14 @@ export interface AskPipelineOptions {
   maxConcurrentRuns: number;
   /** PRODUCT_NAME, for `{product}` in the operator's paused message. */
   productName: string;
+  /** The spending cap; without one, nothing is counted. */
+  budget?: TokenBudget;
+  /** The offline assistant that answers once the day's budget is spent (with OpenAI as the provider). */
+  fallback?: OfflineFallback;
 }
+
+/** Added to an answer the offline fallback gave, so the person asking knows why it reads differently. */
+export const OFFLINE_FALLBACK_NOTE = '_Answered from the schedule by the offline assistant._';
 
 const NO_USAGE: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
@@ -166,7 +175,21 @@ export class AskPipeline {
    * through, since operators pause to keep a quiet bot for a chosen few.
    */
   checkOpen(options: { priority?: boolean } = {}): void {
+    if (this.budgetPaused()) throw serviceUnavailable(this.pausedMessage(), 'budget_spent');
     if (!this.isOpen(options)) throw serviceUnavailable(this.pausedMessage(), 'paused');
+  }
+
+  /** The day's token budget is spent and the operator chose to pause until midnight: nobody is answered. */
+  budgetPaused(): boolean {
+    const state = this.#options.budget?.state();
+    return Boolean(state?.exhausted && state.action === 'pause');
+  }
+
+  /** A new question is answered by the offline fallback: the day's budget is spent and the operator chose that. */
+  #answersOffline(job: AskJob): boolean {
+    if (!this.#options.fallback || job.progress.runId) return false;
+    const state = this.#options.budget?.state();
+    return Boolean(state?.exhausted && state.action === 'offline');
   }
 
   /** What people are told while paused: the operator's wording (DESIGN §9), with the product's name filled in. */
@@ -176,6 +199,7 @@ export class AskPipeline {
 
   /** False while paused, except for priority users. */
   isOpen(options: { priority?: boolean } = {}): boolean {
+    if (this.budgetPaused()) return false;
     return !this.#options.config.get().paused || Boolean(options.priority);
   }
 
@@ -209,12 +233,16 @@ export class AskPipeline {
    * answer came.
    */
   async answer(slot: Slot, job: AskJob, recorder: AskRecorder): Promise<AnswerOutcome> {
-    const { assistant, clock } = this.#options;
+    const { clock } = this.#options;
     const started = clock.now().getTime();
     const ceiling = clock.deadline(job.ceilingMs ?? ANSWER_CEILING_MS);
-    const progress: AskProgress = { ...job.progress };
+    // Past the day's budget, a new question goes to the offline assistant: a thread of its own, nothing of it
+    // stored as the conversation's (the conversation carries on with OpenAI tomorrow).
+    const offline = this.#answersOffline(job);
+    const assistant = offline ? this.#options.fallback!.assistant : this.#options.assistant;
+    const progress: AskProgress = offline ? { threadId: null, messageId: null, runId: null } : { ...job.progress };
     let run: RunState | null = null;
-    const hooks = {
+    const storedHooks: AskHooks = {
       step: (step: ProviderAskStep) => recorder.step(step),
       threadCreated: async (threadId: string) => {
         progress.threadId = threadId;
@@ -230,8 +258,10 @@ export class AskPipeline {
         await recorder.runCreated(created);
       },
     };
+    const hooks: AskHooks = offline ? { step: storedHooks.step, runCreated: async (created) => void (run = created) } : storedHooks;
     const options = { signal: ceiling.signal, hooks, settings: job.settings };
     try {
+      if (offline) await this.#options.fallback!.ready();
       let threadId = progress.threadId;
       let target: RunState | string;
       if (progress.runId && threadId) {
@@ -243,7 +273,16 @@ export class AskPipeline {
       }
       const result = await assistant.finish(job.log, threadId!, target, options);
       const finishedAt = clock.now();
-      const outcome: AnswerOutcome = { ...result, processingMs: finishedAt.getTime() - started, finishedAt };
+      if (!offline) await this.#spent(assistant, result.usage);
+      const outcome: AnswerOutcome = offline
+        ? {
+            ...result,
+            threadId: job.progress.threadId ?? result.threadId,
+            answer: { ...result.answer, text: `${result.answer.text}\n\n${OFFLINE_FALLBACK_NOTE}` },
+            processingMs: finishedAt.getTime() - started,
+            finishedAt,
+          }
+        : { ...result, processingMs: finishedAt.getTime() - started, finishedAt };
       await recorder.completed(outcome);
       this.#publish(job, { state: 'completed', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;
@@ -259,6 +298,7 @@ export class AskPipeline {
         processingMs: finishedAt.getTime() - started,
         finishedAt,
       };
+      if (!offline) await this.#spent(assistant, failure.usage);
       this.#options.logger.warn({ err: error, origin: job.asker.origin, sessionId: job.asker.sessionId, askCommandId: job.asker.askCommandId }, 'answer failed');
       await recorder.failed(failure);
       this.#publish(job, { state: 'failed', response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
@@ -267,6 +307,11 @@ export class AskPipeline {
       ceiling.clear();
       slot.release();
     }
+  }
+
+  /** Counts the tokens a paid provider used against the day's budget. */
+  async #spent(assistant: AssistantService, usage: TokenUsage): Promise<void> {
+    if (assistant.provider.kind === 'openai') await this.#options.budget?.record(usage.total_tokens);
   }
 
   #publish(

@@ -142,6 +142,8 @@ export class AskWorker implements LeasedWork {
   }
 
   async #claim(): Promise<queries.AskCommandRow | undefined> {
+    // The day's budget spent with "pause": nobody is answered until midnight (or a higher budget).
+    if (this.#pipeline.budgetPaused()) return undefined;
     const paused = !this.#pipeline.isOpen();
     for (let tries = 0; tries < 3; tries++) {
       try {

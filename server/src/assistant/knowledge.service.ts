@@ -111,6 +111,26 @@ export class KnowledgeService {
     await queries.deleteDocument(this.#db, id);
   }
 
+  /**
+   * Keeps another assistant's store (the offline fallback of the spending
+   * cap) holding the same documents: uploads what changed since the last
+   * call and removes what is gone. Cheap when nothing changed.
+   */
+  async mirrorTo(target: AssistantService, last: { signature: string | null }): Promise<void> {
+    const documents = await queries.listDocuments(this.#db);
+    const signature = documents.map((document) => `${document.id}@${document.updated_at}`).join(',');
+    if (signature === last.signature) return;
+    const present = await target.listFiles();
+    const wanted = new Set(documents.map((document) => document.filename));
+    for (const document of documents) {
+      const data = await readParts(this.#db, queries.documentContent(document.id));
+      if (present.some((file) => file.filename === document.filename && file.bytes === data.length)) continue;
+      await target.uploadFile({ filename: document.filename, data });
+    }
+    for (const file of present) if (!wanted.has(file.filename)) await target.deleteFile(file.id);
+    last.signature = signature;
+  }
+
   /** Resolves once no sync is running (for shutdown). */
   async settled(): Promise<void> {
     await this.#syncing;

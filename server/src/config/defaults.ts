@@ -33,6 +33,8 @@ export const DEFAULT_WORDING = {
 
 /** How long personal data and bulky records are kept (enforced by the hourly housekeeping). */
 export const DEFAULT_RETENTION = {
+  daily_token_budget: 0,
+  token_budget_action: 'offline',
   retention_messages_days: 90,
   retention_client_ip_days: 30,
   retention_call_bodies_days: 30,

@@ -14,6 +14,7 @@ export interface MetricsSnapshot {
     /** The newest run, when it is held until an operator forces a refresh. */
     held_run: unknown;
   };
+  token_budget: { daily_budget: number; spent_today: number; exhausted: boolean };
   public_chat: {
     session_count: number;
     active_session_count: number;
@@ -63,6 +64,9 @@ export class Metrics {
     crawlerLastFailure: Gauge;
     crawlerConsecutiveFailures: Gauge;
     crawlerHeld: Gauge;
+    tokensSpentToday: Gauge;
+    tokenBudget: Gauge;
+    tokenBudgetExhausted: Gauge;
     sessions: Gauge<'state'>;
     messages: Gauge<'state'>;
     feedback: Gauge<'type'>;
@@ -133,6 +137,9 @@ export class Metrics {
       crawlerLastSuccess: gauge('concierge_crawler_last_success_timestamp_seconds', 'When the crawler last read the schedule successfully (Unix time; 0: never)'),
       crawlerLastFailure: gauge('concierge_crawler_last_failure_timestamp_seconds', 'When a crawler check last failed (Unix time; 0: never)'),
       crawlerConsecutiveFailures: gauge('concierge_crawler_consecutive_failures', 'Failed crawler checks since the last successful one'),
+      tokensSpentToday: gauge('concierge_tokens_spent_today', 'Provider tokens spent today (convention day), all processes'),
+      tokenBudget: gauge('concierge_token_budget_daily', 'The daily token budget (0: no cap)'),
+      tokenBudgetExhausted: gauge('concierge_token_budget_exhausted', '1 once today\'s token budget is spent (the offline assistant answers, or nobody, by config)'),
       crawlerHeld: gauge('concierge_crawler_run_held', '1 while the newest schedule run is held (its events fell by more than half) until an operator forces a refresh'),
       sessions: gauge('concierge_public_chat_sessions', 'Public chat sessions stored, all or active', ['state']),
       messages: gauge('concierge_public_chat_messages', 'Public chat messages stored, by state', ['state']),
@@ -160,6 +167,9 @@ export class Metrics {
     g.crawlerLastFailure.set(epochSeconds(snapshot.crawler.last_failure_at));
     g.crawlerConsecutiveFailures.set(snapshot.crawler.consecutive_failures);
     g.crawlerHeld.set(snapshot.crawler.held_run ? 1 : 0);
+    g.tokensSpentToday.set(snapshot.token_budget.spent_today);
+    g.tokenBudget.set(snapshot.token_budget.daily_budget);
+    g.tokenBudgetExhausted.set(snapshot.token_budget.exhausted ? 1 : 0);
     g.sessions.set({ state: 'all' }, snapshot.public_chat.session_count);
     g.sessions.set({ state: 'active' }, snapshot.public_chat.active_session_count);
     g.messages.reset();

@@ -163,6 +163,16 @@ export async function reportsByUser(db: Db, userIds: string[]): Promise<Map<stri
   return result;
 }
 
+/** All feedback on ask command answers, by type. */
+export async function reportsByType(db: Db): Promise<Record<string, number>> {
+  const rows = await db
+    .selectFrom('ask_command_feedback')
+    .select(['type', (eb) => eb.fn.countAll<number>().as('count')])
+    .groupBy('type')
+    .execute();
+  return Object.fromEntries(rows.map((row) => [row.type, Number(row.count)]));
+}
+
 /** A user's ask commands, newest (or oldest) first, with their names. */
 export const userHistory = (db: Db, userId: string, page: { sort: 'asc' | 'desc'; limit: number; offset: number }) =>
   db

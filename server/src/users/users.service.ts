@@ -74,6 +74,11 @@ export class UsersService {
     );
   }
 
+  /** Feedback on ask command answers, by type (the Status screen's reports). */
+  reportsByType(): Promise<Record<string, number>> {
+    return queries.reportsByType(this.#db);
+  }
+
   /** Users seen so far (the Status screen's users_seen). */
   count(): Promise<number> {
     return queries.countUsers(this.#db);

@@ -111,3 +111,11 @@ export interface DiscordMessageTable {
   created_at: string;
   updated_at: string;
 }
+
+/** Provider tokens spent per convention day, for the daily token budget. */
+export interface TokenSpendTable {
+  day: string;
+  tokens: number;
+  exhausted_at: string | null;
+  updated_at: string;
+}

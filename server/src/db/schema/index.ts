@@ -1,4 +1,4 @@
-import type { AskCommandFeedbackTable, AskCommandTable, DiscordMessageTable, UserTable } from './ask.ts';
+import type { AskCommandFeedbackTable, AskCommandTable, DiscordMessageTable, TokenSpendTable, UserTable } from './ask.ts';
 import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable } from './admin.ts';
 import type {
   ContentPartTable,
@@ -59,6 +59,7 @@ export interface DB {
   ask_commands: AskCommandTable;
   ask_command_feedback: AskCommandFeedbackTable;
   discord_messages: DiscordMessageTable;
+  token_spend: TokenSpendTable;
 
   crawler_runs: CrawlerRunTable;
   crawler_events: CrawlerEventTable;

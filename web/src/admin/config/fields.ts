@@ -1,4 +1,4 @@
-import { EXAMPLE_PROMPT_MAX_LENGTH, EXAMPLE_PROMPTS_MAX, LOG_LEVELS, TRUNCATION_TYPES, type ConfigField } from '@concierge/contract';
+import { EXAMPLE_PROMPT_MAX_LENGTH, EXAMPLE_PROMPTS_MAX, LOG_LEVELS, TOKEN_BUDGET_ACTIONS, TRUNCATION_TYPES, type ConfigField } from '@concierge/contract';
 
 export type FieldKind = 'boolean' | 'integer' | 'decimal' | 'text' | 'multiline' | 'select';
 
@@ -70,6 +70,8 @@ export const SECTIONS: SectionSpec[] = [
       { name: 'openai_truncation_strategy_last_messages', label: 'Truncation last messages', kind: 'integer', min: 1, max: 1000, help: 'N for last_messages truncation.' },
       { name: 'openai_max_prompt_tokens', label: 'Max prompt tokens', kind: 'integer', min: 0, max: 2_000_000, help: '0 = no limit; otherwise the oldest messages are dropped to fit (last_messages truncation).' },
       { name: 'openai_max_completion_tokens', label: 'Max completion tokens', kind: 'integer', min: 0, max: 1_000_000, help: '0 = no limit; otherwise the longest answer in tokens.' },
+      { name: 'daily_token_budget', label: 'Daily token budget', kind: 'integer', min: 0, max: 1_000_000_000, help: 'OpenAI tokens the chat and the bot may spend per convention day (midnight to midnight in the convention\'s zone); 0 = no cap.' },
+      { name: 'token_budget_action', label: 'When the budget is spent', kind: 'select', options: TOKEN_BUDGET_ACTIONS, help: 'offline: answer with the offline assistant until midnight; pause: answer nobody until midnight or until the budget is raised.' },
       { name: 'openai_max_requests_per_second', label: 'Max runs per second', kind: 'decimal', min: 0.1, max: 1000, help: 'Cap on new assistant runs per second, per server process.' },
       { name: 'assistant_poll_interval', label: 'Poll interval', kind: 'text', help: 'First wait before checking a run again, e.g. 3s or 500ms.' },
       { name: 'assistant_max_poll_interval', label: 'Max poll interval', kind: 'text', help: 'The wait grows up to this, e.g. 30s.' },

@@ -36,6 +36,8 @@ interface BotStatus {
     held_run?: { id: number; event_count: number; warning: string | null; created_at: string } | null;
   };
   reports: Record<string, number>;
+  /** The spending cap: provider tokens spent today against the daily budget (0 = no cap). */
+  token_budget?: { day: string; daily_budget: number; spent_today: number; exhausted: boolean; action: 'offline' | 'pause' };
   retention?: {
     messages_days: number;
     client_ip_days: number;
@@ -168,6 +170,14 @@ function StatusTables({ status }: { status: BotStatus }) {
           {warning}
         </Alert>
       ))}
+      {status.token_budget?.exhausted && (
+        <Alert severity="warning" sx={{ mb: 2 }} data-testid="budget-spent">
+          Today's token budget is spent ({n(status.token_budget.spent_today)} of {n(status.token_budget.daily_budget)} tokens):{' '}
+          {status.token_budget.action === 'pause'
+            ? 'nobody is answered until midnight (convention time) or until the budget is raised on the Config screen.'
+            : 'the offline assistant answers until midnight (convention time) or until the budget is raised on the Config screen.'}
+        </Alert>
+      )}
       {status.crawler.held_run && (
         <Alert severity="warning" sx={{ mb: 2 }} data-testid="held-run">
           Schedule run {status.crawler.held_run.id} is held: {status.crawler.held_run.warning ?? `${status.crawler.held_run.event_count} events`} Force it on the
@@ -196,6 +206,12 @@ function StatusTables({ status }: { status: BotStatus }) {
             ['Create message', n(status.openai.create_message)],
             ['Create thread', n(status.openai.create_thread)],
             ['List message', n(status.openai.list_message)],
+            ...(status.token_budget
+              ? ([
+                  ['Tokens spent today', n(status.token_budget.spent_today)],
+                  ['Daily token budget', status.token_budget.daily_budget > 0 ? `${n(status.token_budget.daily_budget)} (then ${status.token_budget.action})` : 'no cap'],
+                ] as [string, ReactNode][])
+              : []),
             ...entries(status.openai.run_status).map(([key, value]): [string, ReactNode] => [`Run status: ${key}`, value]),
           ]}
         />

@@ -1,0 +1,123 @@
+import type { TokenBudgetAction } from '@concierge/contract';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { ConfigService } from '../config/config.service.ts';
+import type { Database, Db } from '../db/database.ts';
+import type { EventBus } from '../events.ts';
+import { localDay } from '../time-zone.ts';
+
+/** How long a process trusts its last reading of the day's spending before reading it again (other processes spend too). */
+const FRESH_MS = 2000;
+
+export interface BudgetState {
+  /** The convention-local day the figures are for. */
+  day: string;
+  /** 0 = no cap. */
+  daily_budget: number;
+  spent_today: number;
+  exhausted: boolean;
+  action: TokenBudgetAction;
+}
+
+const addSpend = (db: Db, day: string, tokens: number, now: string) =>
+  db
+    .insertInto('token_spend')
+    .values({ day, tokens, updated_at: now })
+    .onConflict((conflict) => conflict.column('day').doUpdateSet((eb) => ({ tokens: eb('token_spend.tokens', '+', eb.ref('excluded.tokens')), updated_at: now })))
+    .returning('tokens')
+    .executeTakeFirstOrThrow();
+
+const readSpend = (db: Db, day: string) => db.selectFrom('token_spend').select('tokens').where('day', '=', day).executeTakeFirst();
+
+/** Marks the day spent; true only for the one caller (in any process) that marked it first. */
+async function markExhausted(db: Db, day: string, now: string): Promise<boolean> {
+  const result = await db.updateTable('token_spend').set({ exhausted_at: now }).where('day', '=', day).where('exhausted_at', 'is', null).executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/**
+ * The spending cap (config `daily_token_budget`, 0 = none): provider tokens
+ * spent per convention day, kept in the database so every process counts
+ * against the same figure. Once the day's budget is spent the pipeline
+ * answers with the offline assistant, or refuses as if paused
+ * (`token_budget_action`), until the convention's midnight or until the
+ * budget is raised; the first process to notice publishes
+ * `budget_exhausted` once (the Discord notification channel is told).
+ */
+export class TokenBudget {
+  readonly #database: Database;
+  readonly #clock: Clock;
+  readonly #config: ConfigService;
+  readonly #events: EventBus;
+  readonly #logger: Logger;
+  readonly #timeZone: () => string;
+  #known: { day: string; tokens: number; at: number } | null = null;
+  #refreshing: Promise<void> | null = null;
+
+  constructor(options: { database: Database; clock: Clock; config: ConfigService; events: EventBus; logger: Logger; timeZone: () => string }) {
+    this.#database = options.database;
+    this.#clock = options.clock;
+    this.#config = options.config;
+    this.#events = options.events;
+    this.#logger = options.logger;
+    this.#timeZone = options.timeZone;
+  }
+
+  #today(): string {
+    return localDay(this.#clock.now(), this.#timeZone());
+  }
+
+  /**
+   * The state as this process last read it, read again in the background
+   * when stale: the check on every question costs no query.
+   */
+  state(): BudgetState {
+    const config = this.#config.get();
+    const day = this.#today();
+    const known = this.#known?.day === day ? this.#known : null;
+    if (config.daily_token_budget > 0 && (!known || this.#clock.now().getTime() - known.at > FRESH_MS)) void this.refresh();
+    const spent = known?.tokens ?? 0;
+    return {
+      day,
+      daily_budget: config.daily_token_budget,
+      spent_today: spent,
+      exhausted: config.daily_token_budget > 0 && spent >= config.daily_token_budget,
+      action: config.token_budget_action,
+    };
+  }
+
+  /** Reads the day's spending from the database (what every process has spent). */
+  refresh(): Promise<void> {
+    this.#refreshing ??= (async () => {
+      const day = this.#today();
+      try {
+        const row = await readSpend(this.#database.db, day);
+        this.#known = { day, tokens: Number(row?.tokens ?? 0), at: this.#clock.now().getTime() };
+      } catch (error) {
+        this.#logger.error({ err: error }, 'could not read the day\'s token spending');
+      }
+    })().finally(() => {
+      this.#refreshing = null;
+    });
+    return this.#refreshing;
+  }
+
+  /** Adds tokens a paid provider used; announces the budget spent the first time it is. Never throws. */
+  async record(tokens: number): Promise<void> {
+    if (tokens <= 0) return;
+    const day = this.#today();
+    const now = this.#clock.now();
+    try {
+      const { tokens: total } = await addSpend(this.#database.db, day, tokens, now.toISOString());
+      this.#known = { day, tokens: Number(total), at: now.getTime() };
+      const budget = this.#config.get().daily_token_budget;
+      if (budget > 0 && Number(total) >= budget && (await markExhausted(this.#database.db, day, now.toISOString()))) {
+        const action = this.#config.get().token_budget_action;
+        this.#logger.warn({ day, spent: Number(total), budget, action }, 'the daily token budget is spent');
+        this.#events.publish('budget_exhausted', { day, spent: Number(total), budget, action });
+      }
+    } catch (error) {
+      this.#logger.error({ err: error, tokens }, 'could not record token spending');
+    }
+  }
+}
