@@ -1,14 +1,8 @@
 import type { Db } from '../db/database.ts';
+import { PROVIDER_LOG_TABLE } from '../db/schema/assistant.ts';
 
 /** The provider call log tables (one per SPEC step, plus vector store calls). */
-const PROVIDER_LOG_TABLES = [
-  'openai_create_thread_logs',
-  'openai_create_message_logs',
-  'openai_create_run_logs',
-  'openai_retrieve_run_logs',
-  'openai_list_messages_logs',
-  'openai_vector_store_logs',
-] as const;
+const PROVIDER_LOG_TABLES = Object.values(PROVIDER_LOG_TABLE);
 
 const changed = (result: { numUpdatedRows?: bigint; numDeletedRows?: bigint }[] | { numUpdatedRows?: bigint; numDeletedRows?: bigint }) =>
   [result].flat().reduce((sum, row) => sum + Number(row.numUpdatedRows ?? row.numDeletedRows ?? 0n), 0);
