@@ -6,7 +6,7 @@ import { ANSWER_CEILING_MS, ASK_ERRORS, type AskOrigin, type AskPipeline, type S
 import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Db } from '../db/database.ts';
 import { AppError, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
 import { WindowCounter } from '../limits/limits.ts';
 import { PublicChatRecorder } from './chat-recorder.ts';
@@ -269,10 +269,9 @@ export class ChatService implements LeasedWork {
           client_message_id: request.client_message_id ?? null,
           now: startedAt.toISOString(),
         });
-        await queries.bumpCounters(trx, { message_count: 1, 'state:processing': 1 });
+        await this.#touchIn(trx, session, client, startedAt, { message_count: 1, 'state:processing': 1 });
         return id;
       });
-      await this.#touch(session, client, startedAt);
     } catch (error) {
       slot.release();
       throw error;
@@ -450,13 +449,20 @@ export class ChatService implements LeasedWork {
 
   /** Marks the session used now (extending its life) and keeps the session-duration total in step. */
   async #touch(session: queries.SessionRow, client: ClientInfo, now: Date): Promise<void> {
+    await this.#options.database.transaction((trx) => this.#touchIn(trx, session, client, now));
+  }
+
+  /**
+   * #touch inside the caller's transaction, adding `counters` to the same
+   * counter write (the hot path: one transaction and one counter statement
+   * per question). An address already on the session was noted when it came.
+   */
+  async #touchIn(trx: Db, session: queries.SessionRow, client: ClientInfo, now: Date, counters: Record<string, number> = {}): Promise<void> {
     const expiresAt = new Date(now.getTime() + SESSION_IDLE_MS).toISOString();
     const added = Math.max(0, now.getTime() - Date.parse(session.last_seen_at));
-    await this.#options.database.transaction(async (trx) => {
-      await queries.touchSession(trx, session.session_id, { client_ip: client.ip, user_agent: client.userAgent }, now.toISOString(), expiresAt);
-      await queries.bumpCounters(trx, { session_duration_ms_sum: added });
-      await queries.noteClientIp(trx, client.ip, now.toISOString());
-    });
+    await queries.touchSession(trx, session.session_id, { client_ip: client.ip, user_agent: client.userAgent }, now.toISOString(), expiresAt);
+    await queries.bumpCounters(trx, { ...counters, session_duration_ms_sum: added });
+    if (client.ip !== session.client_ip) await queries.noteClientIp(trx, client.ip, now.toISOString());
   }
 
 }
