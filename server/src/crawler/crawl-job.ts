@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { isMarkedAsUntransferable, Worker } from 'node:worker_threads';
 import type { CrawlRequest, EventRow, Parsed, PreviousEvent, Prepared } from './crawl-worker.ts';
 
 const WORKER_URL = new URL('./crawl-worker.ts', import.meta.url);
@@ -34,10 +34,14 @@ export class CrawlJob {
     this.#worker.on('exit', (code) => fail(new Error(`The schedule worker stopped (exit code ${code})`)));
   }
 
-  /** The feed's SHA-256; the worker keeps the bytes (transferred, not copied). */
+  /**
+   * The feed's SHA-256; the worker keeps the bytes. A buffer of its own is
+   * handed over, not copied: `body` is empty afterwards.
+   */
   hash(body: Buffer): Promise<string> {
-    const copy = body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer;
-    return this.#send({ type: 'hash', body: copy }, [copy]) as Promise<string>;
+    const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.buffer instanceof ArrayBuffer && !isMarkedAsUntransferable(body.buffer);
+    const handed = own ? (body.buffer as ArrayBuffer) : (body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength) as ArrayBuffer);
+    return this.#send({ type: 'hash', body: handed }, [handed]) as Promise<string>;
   }
 
   parse(options: Omit<Extract<CrawlRequest, { type: 'parse' }>, 'type'>): Promise<Parsed> {

@@ -6,12 +6,12 @@
  * the server's main thread. The main thread writes the rows in batches it
  * asks for (crawl-job.ts).
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { parentPort } from 'node:worker_threads';
 import { detectFormat } from './parse/detect-format.ts';
 import { diffSchedules, type ScheduleChange } from './parse/diff.ts';
 import { parseSchedule } from './parse/parse-schedule.ts';
-import { renderScheduleDocument } from './parse/render-document.ts';
+import { renderScheduleDocumentPieces } from './parse/render-document.ts';
 import type { ParsedSchedule, ScheduleEvent, ScheduleFormat } from './parse/schedule-event.ts';
 import { daysToComingFriday, shiftSchedule } from './parse/shift.ts';
 
@@ -56,21 +56,28 @@ const port = parentPort;
 if (!port) throw new Error('crawl-worker.ts runs as a worker thread');
 
 let body: Buffer | null = null;
+/** The feed's hash so far (the bundled sample's shift is added to it). */
+let hasher: Hash | null = null;
 let schedule: ParsedSchedule | null = null;
 let zone = 'UTC';
 let previous: ScheduleEvent[] = [];
-let rows: EventRow[] = [];
+/** How rows are shaped once the schedule is prepared (they are made a batch at a time). */
+let rowShape: { formats: ReturnType<typeof formatsFor>; now: string } | null = null;
 let shiftDays = 0;
 
 function handle(request: CrawlRequest): { result: unknown; transfer?: ArrayBuffer[] } {
   switch (request.type) {
     case 'hash': {
       body = Buffer.from(request.body);
-      return { result: createHash('sha256').update(body).digest('hex') };
+      hasher = createHash('sha256').update(body);
+      return { result: hasher.copy().digest('hex') };
     }
     case 'parse': {
-      if (!body) throw new Error('No feed to parse');
-      const text = body.toString('utf8').replace(/^\uFEFF/, '');
+      if (!body || !hasher) throw new Error('No feed to parse');
+      let text = body.toString('utf8');
+      if (text.startsWith('\uFEFF')) text = text.slice(1);
+      // The text is all that is read from here on.
+      body = null;
       const format = detectFormat(request.contentType, text);
       if (!format) throw new Error('The schedule is not iCalendar, frab/Pentabarf XML, frab/pretalx JSON or a JSON feed');
       let parsed = parseSchedule(text, format, request.readZone);
@@ -83,8 +90,9 @@ function handle(request: CrawlRequest): { result: unknown; transfer?: ArrayBuffe
         parsed = shiftSchedule(parsed, shiftDays, zone);
       }
       schedule = parsed;
-      const hash = createHash('sha256').update(body).update(shiftDays ? `shift:${shiftDays}` : '').digest('hex');
-      body = null;
+      if (shiftDays) hasher.update(`shift:${shiftDays}`);
+      const hash = hasher.digest('hex');
+      hasher = null;
       return { result: { format, hash, feedZone: parsed.timeZone, timeZone: zone, eventCount: parsed.events.length } satisfies Parsed };
     }
     case 'previous': {
@@ -98,16 +106,25 @@ function handle(request: CrawlRequest): { result: unknown; transfer?: ArrayBuffe
       const now = new Date(request.now);
       const tracks = [...new Set(schedule.events.map((event) => event.track).filter((track): track is string => Boolean(track)))].sort();
       const speakers = new Set(schedule.events.flatMap((event) => event.speakers));
-      const text = renderScheduleDocument(schedule, { timeZone: zone, title: schedule.calendarName ?? request.title, generatedAt: now, changes });
-      const document = Buffer.from(text, 'utf8');
-      const formats = formatsFor(zone);
-      rows = schedule.events.map((event) => eventToRow(event, formats, request.now));
-      schedule = null;
-      const buffer = document.buffer.slice(document.byteOffset, document.byteOffset + document.byteLength) as ArrayBuffer;
-      return { result: { changes, tracks, speakerCount: speakers.size, document: buffer } satisfies Prepared, transfer: [buffer] };
+      // The document is rendered and encoded a piece at a time, then copied into one buffer to hand over.
+      const pieces: Buffer[] = [];
+      let size = 0;
+      for (const piece of renderScheduleDocumentPieces(schedule, { timeZone: zone, title: schedule.calendarName ?? request.title, generatedAt: now, changes })) {
+        const bytes = Buffer.from(piece, 'utf8');
+        pieces.push(bytes);
+        size += bytes.length;
+      }
+      const document = new Uint8Array(size);
+      for (let offset = 0, i = 0; i < pieces.length; offset += pieces[i]!.length, i++) document.set(pieces[i]!, offset);
+      pieces.length = 0;
+      rowShape = { formats: formatsFor(zone), now: request.now };
+      return { result: { changes, tracks, speakerCount: speakers.size, document: document.buffer } satisfies Prepared, transfer: [document.buffer] };
     }
-    case 'rows':
-      return { result: rows.slice(request.from, request.from + request.count) };
+    case 'rows': {
+      if (!schedule || !rowShape) throw new Error('No schedule prepared');
+      const { formats, now } = rowShape;
+      return { result: schedule.events.slice(request.from, request.from + request.count).map((event) => eventToRow(event, formats, now)) };
+    }
   }
 }
 
