@@ -2,8 +2,8 @@ import { Worker } from 'node:worker_threads';
 import type { ComposedAnswer } from './compose-answer.ts';
 import type { KnowledgeFile } from './knowledge-index.ts';
 
-/** A file for the worker: its content as text, or as UTF-8 bytes the worker decodes. */
-export type FileForIndex = Omit<KnowledgeFile, 'content'> & { content: string | Uint8Array };
+/** A file for the worker: its content as text, or as UTF-8 bytes the worker reads a line at a time. */
+export type FileForIndex = KnowledgeFile;
 import type { KnowledgeMessage, KnowledgeReply, KnowledgeRequest } from './knowledge-worker.ts';
 
 const WORKER_URL = new URL('./knowledge-worker.ts', import.meta.url);

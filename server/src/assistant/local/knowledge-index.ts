@@ -1,6 +1,7 @@
-import MiniSearch, { type SearchResult } from 'minisearch';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { knowledgeTitle, readChangeMarker, readEventMarker, readTimezoneMarker, stripMarkers, type ChangeMarker } from '../knowledge-format.ts';
 import { localDayOf, TIME_WORDS, type TimeWindow } from './time-window.ts';
+import { SearchIndex, type SearchOptions } from './search-index.ts';
 import { fold, stem, termOf, tokenize, words } from './text.ts';
 
 /**
@@ -48,7 +49,8 @@ export interface Passage {
 export interface KnowledgeFile {
   id: string;
   filename: string;
-  content: string;
+  /** The file's text, or its UTF-8 bytes (a big schedule: read a line at a time, never one giant string). */
+  content: string | Uint8Array;
 }
 
 export interface Hit<T> {
@@ -69,12 +71,16 @@ const SCHEDULE_HEADING_TIME = /^(?:all day|\d{1,2}:\d\d(?:\s*[–-]\s*\d{1,2}:\d
 const EVENT_BOOST = { title: 4, speakers: 3, track: 1.5, room: 1.2, description: 1 };
 const PASSAGE_BOOST = { headings: 3, text: 1 };
 
-const searchOptions = {
-  prefix: (term: string) => term.length >= 5,
-  fuzzy: (term: string) => (/\d/.test(term) ? false : term.length >= 9 ? 2 : term.length >= 5 ? 1 : false),
-  maxFuzzy: 2,
-  weights: { fuzzy: 0.5, prefix: 0.4 },
-};
+const EVENT_FIELDS = ['title', 'speakers', 'track', 'room', 'description'] as const;
+const PASSAGE_FIELDS = ['headings', 'text'] as const;
+const eventFields = (event: ScheduleItem) => [event.title, event.speakers.join(' '), event.track ?? '', event.room ?? '', event.description];
+const passageFields = (passage: Passage) => [passage.headings.join(' '), passage.text];
+/** Documents indexed between two yields to the worker's event loop while a big schedule is indexed. */
+const INDEX_CHUNK = 1000;
+
+const fuzzyDistance = (term: string) => (/\d/.test(term) ? false : term.length >= 9 ? 2 : term.length >= 5 ? 1 : false);
+const matchesLonger = (term: string) => term.length >= 5;
+const MATCH_WEIGHTS = { fuzzy: 0.5, prefix: 0.4 };
 
 interface Vocabulary {
   /** Folded room name → the schedule's own spelling. */
@@ -95,11 +101,8 @@ export class KnowledgeIndex {
   /** Local days (yyyy-mm-dd) that have events, in order. */
   readonly eventDays: string[];
   readonly vocabulary: Vocabulary = { rooms: new Map(), tracks: new Map(), speakers: new Map(), titleBigrams: new Set(), titleWords: new Set() };
-  readonly #eventSearch: MiniSearch<ScheduleItem>;
-  readonly #passageSearch: MiniSearch<Passage>;
-  /** How many events (passages) hold each term, for weighing a question's words. */
-  readonly #eventTermCount = new Map<string, number>();
-  readonly #passageTermCount = new Map<string, number>();
+  readonly #eventSearch = new SearchIndex({ fields: EVENT_FIELDS, boost: EVENT_BOOST, tokenize, processTerm: termOf });
+  readonly #passageSearch = new SearchIndex({ fields: PASSAGE_FIELDS, boost: PASSAGE_BOOST, tokenize, processTerm: termOf });
 
   /**
    * Builds the index in chunks, yielding between them, so a worker answering
@@ -107,13 +110,21 @@ export class KnowledgeIndex {
    */
   static async build(files: readonly KnowledgeFile[], fallbackTimeZone: string): Promise<KnowledgeIndex> {
     const index = new KnowledgeIndex(files, fallbackTimeZone, { deferIndexing: true });
-    await index.#eventSearch.addAllAsync(index.events, { chunkSize: 1000 });
-    await index.#passageSearch.addAllAsync(index.passages, { chunkSize: 1000 });
+    for (let from = 0; from < index.events.length; from += INDEX_CHUNK) {
+      for (const event of index.events.slice(from, from + INDEX_CHUNK)) index.#eventSearch.add(eventFields(event));
+      await yieldToEventLoop();
+    }
+    for (let from = 0; from < index.passages.length; from += INDEX_CHUNK) {
+      for (const passage of index.passages.slice(from, from + INDEX_CHUNK)) index.#passageSearch.add(passageFields(passage));
+      await yieldToEventLoop();
+    }
+    index.#eventSearch.seal();
+    index.#passageSearch.seal();
     return index;
   }
 
   constructor(files: readonly KnowledgeFile[], fallbackTimeZone: string, options: { deferIndexing?: boolean } = {}) {
-    this.timeZone = files.map((file) => readTimezoneMarker(file.content)).find(Boolean);
+    this.timeZone = files.map((file) => readTimezoneMarker(beginningOf(file.content))).find(Boolean);
     for (const file of files) readFile(file, this.events, this.passages);
     this.events.sort((a, b) => a.start.getTime() - b.start.getTime() || a.title.localeCompare(b.title));
     this.events.forEach((event, index) => (event.id = index));
@@ -129,32 +140,12 @@ export class KnowledgeIndex {
       for (let i = 0; i + 1 < titleWords.length; i++) this.vocabulary.titleBigrams.add(`${titleWords[i]} ${titleWords[i + 1]}`);
     }
 
-    this.#eventSearch = new MiniSearch<ScheduleItem>({
-      fields: ['title', 'speakers', 'track', 'room', 'description'],
-      storeFields: [],
-      tokenize,
-      processTerm: (term) => termOf(term),
-      extractField: (event, field) => {
-        if (field === 'speakers') return event.speakers.join(' ');
-        if (field === 'id') return event.id as unknown as string;
-        return String((event as unknown as Record<string, unknown>)[field] ?? '');
-      },
-      searchOptions: { ...searchOptions, boost: EVENT_BOOST },
-    });
-    this.#passageSearch = new MiniSearch<Passage>({
-      fields: ['headings', 'text'],
-      storeFields: [],
-      tokenize,
-      processTerm: (term) => termOf(term),
-      extractField: (passage, field) => (field === 'headings' ? passage.headings.join(' ') : field === 'id' ? (passage.id as unknown as string) : passage.text),
-      searchOptions: { ...searchOptions, boost: PASSAGE_BOOST },
-    });
     if (!options.deferIndexing) {
-      this.#eventSearch.addAll(this.events);
-      this.#passageSearch.addAll(this.passages);
+      for (const event of this.events) this.#eventSearch.add(eventFields(event));
+      for (const passage of this.passages) this.#passageSearch.add(passageFields(passage));
+      this.#eventSearch.seal();
+      this.#passageSearch.seal();
     }
-    for (const event of this.events) countTerms(this.#eventTermCount, [event.title, event.speakers.join(' '), event.track ?? '', event.room ?? '', event.description]);
-    for (const passage of this.passages) countTerms(this.#passageTermCount, [passage.headings.join(' '), passage.text]);
   }
 
   get size(): number {
@@ -163,10 +154,7 @@ export class KnowledgeIndex {
 
   /** Events matching any of the terms, best first (BM25 over title, speakers, track, room and description). */
   searchEvents(terms: readonly WeightedTerm[], filter?: (event: ScheduleItem) => boolean): Hit<ScheduleItem>[] {
-    return this.#run(this.#eventSearch, terms, filter ? (result) => filter(this.events[result.id as number]!) : undefined).map((hit) => ({
-      ...hit,
-      item: this.events[hit.id]!,
-    }));
+    return this.#run(this.#eventSearch, terms, filter ? (id) => filter(this.events[id]!) : undefined).map((hit) => ({ ...hit, item: this.events[hit.id]! }));
   }
 
   /** Passages of the files matching any of the terms, best first. */
@@ -174,29 +162,26 @@ export class KnowledgeIndex {
     return this.#run(this.#passageSearch, terms).map((hit) => ({ ...hit, item: this.passages[hit.id]! }));
   }
 
-  #run<T>(search: MiniSearch<T>, terms: readonly WeightedTerm[], filter?: (result: SearchResult) => boolean) {
+  #run(search: SearchIndex, terms: readonly WeightedTerm[], filter?: (id: number) => boolean) {
     if (terms.length === 0) return [];
-    // MiniSearch hands boostTerm the processed term (the stem).
+    // The index hands boostTerm the processed term (the stem).
     const weights = new Map(terms.flatMap((term) => [[term.word, term.weight] as const, [stem(term.word), term.weight] as const]));
     // Typo tolerance and longer words only for a word the knowledge does not have as it is:
     // a known word is matched as it is (and a common one across 50,000 events stays cheap).
     const exact = new Set(terms.filter((term) => term.exact || this.knows(stem(term.word))).flatMap((term) => [term.word, stem(term.word)]));
-    const options = {
-      boostTerm: (term: string) => weights.get(term) ?? 1,
-      fuzzy: (term: string) => (exact.has(term) ? false : searchOptions.fuzzy(term)),
-      prefix: (term: string) => !exact.has(term) && searchOptions.prefix(term),
+    const options: SearchOptions = {
+      boostTerm: (term) => weights.get(term) ?? 1,
+      fuzzy: (term) => (exact.has(term) ? false : fuzzyDistance(term)),
+      prefix: (term) => !exact.has(term) && matchesLonger(term),
+      weights: MATCH_WEIGHTS,
       filter,
     };
     // Passages holding every word (or one meaning the same) first; any of them only when none does.
     const groups = new Map<number, string[]>();
     for (const term of terms) groups.set(term.group, [...(groups.get(term.group) ?? []), term.word]);
-    let results: SearchResult[] = [];
-    if (groups.size > 1) {
-      const all = { combineWith: 'AND' as const, queries: [...groups.values()].map((words) => ({ combineWith: 'OR' as const, queries: [words.join(' ')] })) };
-      results = search.search(all, options);
-    }
-    if (results.length === 0) results = search.search(terms.map((term) => term.word).join(' '), { ...options, combineWith: 'OR' });
-    return results.map((result) => ({ id: result.id as number, score: result.score, terms: result.queryTerms, matches: Object.keys(result.match) }));
+    let results = groups.size > 1 ? search.search([...groups.values()], 'AND', options) : [];
+    if (results.length === 0) results = search.search([terms.map((term) => term.word)], 'OR', options);
+    return results.map((result) => ({ id: result.id, score: result.score, terms: result.queryTerms, matches: result.matches }));
   }
 
   /**
@@ -205,15 +190,15 @@ export class KnowledgeIndex {
    * the rarest one.
    */
   weight(stemmed: string, among: 'events' | 'passages'): number {
-    const counts = among === 'events' ? this.#eventTermCount : this.#passageTermCount;
+    const search = among === 'events' ? this.#eventSearch : this.#passageSearch;
     const total = among === 'events' ? this.events.length : this.passages.length;
-    const count = counts.get(stemmed) ?? 1;
+    const count = search.documentsWith(stemmed) || 1;
     return Math.log(1 + (total - count + 0.5) / (count + 0.5));
   }
 
-  /** Whether any event or passage uses the term (or one a typo away is likely: prefix of 5+). */
+  /** Whether any event or passage uses the term. */
   knows(stemmed: string): boolean {
-    return this.#eventTermCount.has(stemmed) || this.#passageTermCount.has(stemmed);
+    return this.#eventSearch.has(stemmed) || this.#passageSearch.has(stemmed);
   }
 
   /** Events in a window of time, earliest first. */
@@ -228,24 +213,13 @@ export class KnowledgeIndex {
 }
 
 export interface WeightedTerm {
-  /** The word as the question has it (MiniSearch stems it). */
+  /** The word as the question has it (the index stems it). */
   word: string;
   weight: number;
   /** Matched only as it is (a synonym: no typo tolerance, or "dinner" would find "winner"). */
   exact: boolean;
   /** The question's word it stands for (a word and its synonyms share one). */
   group: number;
-}
-
-function countTerms(counts: Map<string, number>, fields: string[]): void {
-  const seen = new Set<string>();
-  for (const field of fields) {
-    for (const word of words(field)) {
-      const term = termOf(word);
-      if (term) seen.add(term);
-    }
-  }
-  for (const term of seen) counts.set(term, (counts.get(term) ?? 0) + 1);
 }
 
 export function endOf(event: ScheduleItem): Date {
@@ -256,6 +230,31 @@ export function inWindow(event: ScheduleItem, window: TimeWindow): boolean {
   const start = event.start.getTime();
   if (!window.overlaps) return start >= window.from.getTime() && start < window.to.getTime();
   return start < window.to.getTime() && endOf(event).getTime() > window.from.getTime();
+}
+
+/** Where a schedule document states its zone: near its top. */
+const MARKER_WITHIN = 64 * 1024;
+
+const beginningOf = (content: string | Uint8Array) =>
+  typeof content === 'string' ? content.slice(0, MARKER_WITHIN) : Buffer.from(content.buffer, content.byteOffset, Math.min(content.byteLength, MARKER_WITHIN)).toString('utf8');
+
+/**
+ * A file's lines. Bytes are decoded a line at a time, so what the index
+ * keeps of a line (a title, a room) keeps only that line, not the file.
+ */
+function* linesOf(content: string | Uint8Array): Generator<string> {
+  if (typeof content === 'string') {
+    yield* content.replace(/\r\n?/g, '\n').split('\n');
+    return;
+  }
+  const bytes = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  for (let start = 0; start <= bytes.length; ) {
+    let end = bytes.indexOf(10, start);
+    if (end === -1) end = bytes.length;
+    const stop = end > start && bytes[end - 1] === 13 ? end - 1 : end;
+    yield bytes.toString('utf8', start, stop);
+    start = end + 1;
+  }
 }
 
 /** Cuts a knowledge file into schedule events (where it marks them) and passages. */
@@ -307,7 +306,7 @@ function readFile(file: KnowledgeFile, events: ScheduleItem[], allPassages: Pass
     addPassage(paragraph.join('\n'));
   };
 
-  for (const line of file.content.replace(/\r\n?/g, '\n').split('\n')) {
+  for (const line of linesOf(file.content)) {
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
     if (heading) {
       flush();

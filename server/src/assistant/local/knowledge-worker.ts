@@ -12,11 +12,9 @@ import { composeAnswer } from './compose-answer.ts';
 import { KnowledgeIndex, type KnowledgeFile } from './knowledge-index.ts';
 import { generalRarity } from './text.ts';
 
-type IncomingFile = Omit<KnowledgeFile, 'content'> & { content: string | Uint8Array };
-
 export type KnowledgeRequest =
-  | { type: 'load'; files: IncomingFile[] }
-  | { type: 'add'; file: IncomingFile }
+  | { type: 'load'; files: KnowledgeFile[] }
+  | { type: 'add'; file: KnowledgeFile }
   | { type: 'remove'; fileId: string }
   | { type: 'answer'; question: string; now: string; timeZone: string };
 
@@ -50,11 +48,11 @@ async function handle(request: KnowledgeRequest): Promise<unknown> {
   switch (request.type) {
     case 'load':
       files.clear();
-      for (const file of request.files) files.set(file.id, asText(file));
+      for (const file of request.files) files.set(file.id, file);
       await rebuild();
       return { files: files.size, events: index.events.length, passages: index.passages.length };
     case 'add':
-      files.set(request.file.id, asText(request.file));
+      files.set(request.file.id, request.file);
       await rebuild();
       return { files: files.size, events: index.events.length, passages: index.passages.length };
     case 'remove':
@@ -65,8 +63,6 @@ async function handle(request: KnowledgeRequest): Promise<unknown> {
       return composeAnswer(request.question, index, new Date(request.now), request.timeZone);
   }
 }
-
-const asText = (file: IncomingFile): KnowledgeFile => ({ ...file, content: typeof file.content === 'string' ? file.content : Buffer.from(file.content).toString('utf8') });
 
 port.on('message', (message: KnowledgeMessage) => {
   handle(message.request).then(

@@ -134,7 +134,7 @@ export function termOf(word: string): string | null {
   return stem(word);
 }
 
-/** MiniSearch's tokenizer: folded words (term processing is `termOf`). */
+/** The search index's tokenizer: folded words (term processing is `termOf`). */
 export const tokenize = (text: string): string[] => words(text);
 
 /** Synonyms of several words ("board game" → tabletop): the phrase's words, and the stems they also mean. */
