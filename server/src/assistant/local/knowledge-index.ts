@@ -93,44 +93,54 @@ interface Vocabulary {
   titleWords: Set<string>;
 }
 
-export class KnowledgeIndex {
-  readonly events: ScheduleItem[] = [];
-  readonly passages: Passage[] = [];
+/** What a knowledge file holds for the index: the events of a schedule document, or the passages of any other file. */
+export interface FileParts {
+  fileId: string;
+  events: ScheduleItem[];
+  passages: Passage[];
+  /** The zone the file states (a schedule document does). */
+  timeZone: string | undefined;
+}
+
+/** Reads a knowledge file: a schedule document's events, or another file's passages. */
+export function readKnowledgeFile(file: KnowledgeFile): FileParts {
+  const events: ScheduleItem[] = [];
+  const passages: Passage[] = [];
+  readFile(file, events, passages);
+  return { fileId: file.id, events, passages, timeZone: readTimezoneMarker(beginningOf(file.content)) };
+}
+
+/** The schedule's events, in time order, with their search index and the names a question can use. */
+export class ScheduleIndex {
+  readonly events: ScheduleItem[];
   /** The convention's zone as the schedule document states it. */
   readonly timeZone: string | undefined;
   /** Local days (yyyy-mm-dd) that have events, in order. */
   readonly eventDays: string[];
   readonly vocabulary: Vocabulary = { rooms: new Map(), tracks: new Map(), speakers: new Map(), titleBigrams: new Set(), titleWords: new Set() };
-  readonly #eventSearch = new SearchIndex({ fields: EVENT_FIELDS, boost: EVENT_BOOST, tokenize, processTerm: termOf });
-  readonly #passageSearch = new SearchIndex({ fields: PASSAGE_FIELDS, boost: PASSAGE_BOOST, tokenize, processTerm: termOf });
+  readonly search = new SearchIndex({ fields: EVENT_FIELDS, boost: EVENT_BOOST, tokenize, processTerm: termOf });
 
   /**
-   * Builds the index in chunks, yielding between them, so a worker answering
-   * from the previous index keeps answering while a big schedule is indexed.
+   * Indexes a schedule in chunks, yielding between them, so the worker
+   * stays responsive while 50,000 events are indexed.
    */
-  static async build(files: readonly KnowledgeFile[], fallbackTimeZone: string): Promise<KnowledgeIndex> {
-    const index = new KnowledgeIndex(files, fallbackTimeZone, { deferIndexing: true });
-    for (let from = 0; from < index.events.length; from += INDEX_CHUNK) {
-      for (const event of index.events.slice(from, from + INDEX_CHUNK)) index.#eventSearch.add(eventFields(event));
+  static async build(parts: FileParts, fallbackTimeZone: string): Promise<ScheduleIndex> {
+    const schedule = new ScheduleIndex(parts, fallbackTimeZone);
+    for (let from = 0; from < schedule.events.length; from += INDEX_CHUNK) {
+      for (const event of schedule.events.slice(from, from + INDEX_CHUNK)) schedule.search.add(eventFields(event));
       await yieldToEventLoop();
     }
-    for (let from = 0; from < index.passages.length; from += INDEX_CHUNK) {
-      for (const passage of index.passages.slice(from, from + INDEX_CHUNK)) index.#passageSearch.add(passageFields(passage));
-      await yieldToEventLoop();
-    }
-    index.#eventSearch.seal();
-    index.#passageSearch.seal();
-    return index;
+    schedule.search.seal();
+    return schedule;
   }
 
-  constructor(files: readonly KnowledgeFile[], fallbackTimeZone: string, options: { deferIndexing?: boolean } = {}) {
-    this.timeZone = files.map((file) => readTimezoneMarker(beginningOf(file.content))).find(Boolean);
-    for (const file of files) readFile(file, this.events, this.passages);
+  private constructor(parts: FileParts, fallbackTimeZone: string) {
+    this.events = parts.events;
+    this.timeZone = parts.timeZone;
     this.events.sort((a, b) => a.start.getTime() - b.start.getTime() || a.title.localeCompare(b.title));
     this.events.forEach((event, index) => (event.id = index));
     const zone = this.timeZone ?? fallbackTimeZone;
     this.eventDays = [...new Set(this.events.map((event) => localDayOf(event.start, zone)))].sort();
-
     for (const event of this.events) {
       if (event.room) this.vocabulary.rooms.set(fold(event.room).trim(), event.room);
       if (event.track) this.vocabulary.tracks.set(fold(event.track).trim(), event.track);
@@ -139,13 +149,54 @@ export class KnowledgeIndex {
       for (const word of titleWords) this.vocabulary.titleWords.add(word);
       for (let i = 0; i + 1 < titleWords.length; i++) this.vocabulary.titleBigrams.add(`${titleWords[i]} ${titleWords[i + 1]}`);
     }
+  }
+}
 
-    if (!options.deferIndexing) {
-      for (const event of this.events) this.#eventSearch.add(eventFields(event));
-      for (const passage of this.passages) this.#passageSearch.add(passageFields(passage));
-      this.#eventSearch.seal();
-      this.#passageSearch.seal();
-    }
+/** The passages of every file but the schedule, with their search index. */
+export class PassageIndex {
+  readonly passages: Passage[] = [];
+  readonly search = new SearchIndex({ fields: PASSAGE_FIELDS, boost: PASSAGE_BOOST, tokenize, processTerm: termOf });
+
+  constructor(files: readonly FileParts[]) {
+    for (const file of files) for (const passage of file.passages) this.passages.push({ ...passage, id: this.passages.length });
+    for (const passage of this.passages) this.search.add(passageFields(passage));
+    this.search.seal();
+  }
+}
+
+const NO_PASSAGES = new PassageIndex([]);
+
+/**
+ * The offline assistant's knowledge as questions see it: the schedule (the
+ * newest schedule document's events) and the passages of the other files.
+ */
+export class KnowledgeIndex {
+  readonly #schedule: ScheduleIndex | null;
+  readonly #passages: PassageIndex;
+  readonly events: ScheduleItem[];
+  readonly passages: Passage[];
+  readonly timeZone: string | undefined;
+  readonly eventDays: string[];
+  readonly vocabulary: Vocabulary;
+
+  /** An index of the files: the last schedule document among them is the schedule. */
+  static async build(files: readonly KnowledgeFile[], fallbackTimeZone: string): Promise<KnowledgeIndex> {
+    const parts = files.map(readKnowledgeFile);
+    const schedule = parts.findLast((part) => part.events.length > 0);
+    return new KnowledgeIndex(
+      schedule ? await ScheduleIndex.build(schedule, fallbackTimeZone) : null,
+      new PassageIndex(parts.filter((part) => part.events.length === 0)),
+    );
+  }
+
+  constructor(schedule: ScheduleIndex | null = null, passages: PassageIndex = NO_PASSAGES) {
+    this.#schedule = schedule;
+    this.#passages = passages;
+    this.events = schedule?.events ?? [];
+    this.passages = passages.passages;
+    this.timeZone = schedule?.timeZone;
+    this.eventDays = schedule?.eventDays ?? [];
+    this.vocabulary = schedule?.vocabulary ?? { rooms: new Map(), tracks: new Map(), speakers: new Map(), titleBigrams: new Set(), titleWords: new Set() };
   }
 
   get size(): number {
@@ -154,12 +205,13 @@ export class KnowledgeIndex {
 
   /** Events matching any of the terms, best first (BM25 over title, speakers, track, room and description). */
   searchEvents(terms: readonly WeightedTerm[], filter?: (event: ScheduleItem) => boolean): Hit<ScheduleItem>[] {
-    return this.#run(this.#eventSearch, terms, filter ? (id) => filter(this.events[id]!) : undefined).map((hit) => ({ ...hit, item: this.events[hit.id]! }));
+    if (!this.#schedule) return [];
+    return this.#run(this.#schedule.search, terms, filter ? (id) => filter(this.events[id]!) : undefined).map((hit) => ({ ...hit, item: this.events[hit.id]! }));
   }
 
   /** Passages of the files matching any of the terms, best first. */
   searchPassages(terms: readonly WeightedTerm[]): Hit<Passage>[] {
-    return this.#run(this.#passageSearch, terms).map((hit) => ({ ...hit, item: this.passages[hit.id]! }));
+    return this.#run(this.#passages.search, terms).map((hit) => ({ ...hit, item: this.passages[hit.id]! }));
   }
 
   #run(search: SearchIndex, terms: readonly WeightedTerm[], filter?: (id: number) => boolean) {
@@ -190,15 +242,14 @@ export class KnowledgeIndex {
    * the rarest one.
    */
   weight(stemmed: string, among: 'events' | 'passages'): number {
-    const search = among === 'events' ? this.#eventSearch : this.#passageSearch;
     const total = among === 'events' ? this.events.length : this.passages.length;
-    const count = search.documentsWith(stemmed) || 1;
+    const count = (among === 'events' ? this.#schedule?.search.documentsWith(stemmed) : this.#passages.search.documentsWith(stemmed)) || 1;
     return Math.log(1 + (total - count + 0.5) / (count + 0.5));
   }
 
   /** Whether any event or passage uses the term. */
   knows(stemmed: string): boolean {
-    return this.#eventSearch.has(stemmed) || this.#passageSearch.has(stemmed);
+    return Boolean(this.#schedule?.search.has(stemmed)) || this.#passages.search.has(stemmed);
   }
 
   /** Events in a window of time, earliest first. */
@@ -324,7 +375,7 @@ function readFile(file: KnowledgeFile, events: ScheduleItem[], allPassages: Pass
     if (event.uid && changes.has(event.uid)) event.change = changes.get(event.uid)!;
   }
   if (events.length > eventCount) return;
-  for (const passage of passages) allPassages.push({ ...passage, id: allPassages.length });
+  allPassages.push(...passages);
 }
 
 function readEvent(heading: string, marker: NonNullable<ReturnType<typeof readEventMarker>>, lines: string[], fileId: string): ScheduleItem {

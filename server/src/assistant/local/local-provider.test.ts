@@ -148,6 +148,22 @@ describe('the offline (local) assistant', () => {
     expect(answer.text).not.toContain('registration desk');
   });
 
+  it('takes a new schedule document as the schedule, keeps the files beside it, and goes back to the older schedule if the new one is deleted', async () => {
+    const moved = SCHEDULE.replace('- Where: Main Stage\n- Track: Cosplay', '- Where: Hall B\n- Track: Cosplay');
+    expect((await ask('Where is the costume contest?')).answer.text).toContain('· Main Stage');
+    // The crawler's way: the new document goes in first, then the old one is deleted.
+    const next = await assistant.uploadFile({ filename: 'schedule-2026-03-13T1800Z.md', data: Buffer.from(moved) });
+    const during = await ask('Where is the costume contest?');
+    // Never both schedules at once: the contest is listed once, in its new room.
+    expect(during.answer.text).toContain('· Hall B');
+    expect(during.answer.text).not.toContain('Main Stage');
+    expect((await ask('Where is the lost and found?')).answer.text).toContain('registration desk in the lobby');
+    await assistant.deleteFile(next.id);
+    const back = await ask('Where is the costume contest?');
+    expect(back.answer.text).toContain('· Main Stage');
+    expect(back.answer.text).not.toContain('· Hall B');
+  });
+
   it('refuses binary files', async () => {
     await expect(assistant.uploadFile({ filename: 'photo.txt', data: Buffer.from([0xff, 0xd8, 0x00, 0x10]) })).rejects.toThrow('text files only');
     const log = await ctx.deps.database.db.selectFrom('openai_vector_store_logs').selectAll().where('operation', '=', 'upload_file').orderBy('id', 'desc').executeTakeFirstOrThrow();
