@@ -1,5 +1,5 @@
 import { isMarkedAsUntransferable, Worker } from 'node:worker_threads';
-import type { CrawlRequest, EventRow, Parsed, PreviousEvent, Prepared } from './crawl-worker.ts';
+import type { CrawlRequest, EventRow, Parsed, PreviousEvent, Prepared, SharedDatabase } from './crawl-worker.ts';
 
 const WORKER_URL = new URL('./crawl-worker.ts', import.meta.url);
 
@@ -68,6 +68,16 @@ export class CrawlJob {
     return this.#send({ type: 'previous', events }) as Promise<number>;
   }
 
+  /** The worker reads a run's events itself, for the comparison; resolves to their number. */
+  readPrevious(database: SharedDatabase, runId: number): Promise<number> {
+    return this.#send({ type: 'readPrevious', database, runId }) as Promise<number>;
+  }
+
+  /** The worker writes the prepared schedule's events to a run itself; resolves to their number. */
+  store(database: SharedDatabase, runId: number): Promise<number> {
+    return this.#send({ type: 'store', database, runId }) as Promise<number>;
+  }
+
   prepare(options: Omit<Extract<CrawlRequest, { type: 'prepare' }>, 'type'>): Promise<Prepared> {
     return this.#send({ type: 'prepare', ...options }) as Promise<Prepared>;
   }
@@ -76,7 +86,13 @@ export class CrawlJob {
     return this.#send({ type: 'rows', from, count }) as Promise<EventRow[]>;
   }
 
+  /** Ends the worker, its database connection closed first (never in the middle of a transaction). */
   async close(): Promise<void> {
+    try {
+      await this.#send({ type: 'close' });
+    } catch {
+      // A worker that failed has nothing left to close.
+    }
     await this.#worker.terminate();
   }
 

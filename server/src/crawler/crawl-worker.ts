@@ -2,12 +2,18 @@
  * One schedule refresh's heavy lifting, in a worker thread: hashing the
  * feed, parsing it (any format), moving the bundled sample to the coming
  * Friday, comparing it with the previous run, rendering the knowledge
- * document and shaping the event rows — so a 50,000-event feed never holds
- * the server's main thread. The main thread writes the rows in batches it
- * asks for (crawl-job.ts).
+ * document, reading the previous run's events and writing the new ones
+ * with a database connection of its own — so a 50,000-event feed never
+ * holds the server's main thread, whose event loop and heap see none of
+ * it. (An in-memory SQLite database cannot be opened twice: then the main
+ * thread reads and writes the rows, a batch at a time.) The main thread
+ * drives the steps (crawl-job.ts).
  */
 import { createHash, type Hash } from 'node:crypto';
+import { setImmediate as yieldToEventLoop, setTimeout as sleep } from 'node:timers/promises';
 import { parentPort } from 'node:worker_threads';
+import { openDatabase, type Database } from '../db/database.ts';
+import * as queries from './crawler.queries.ts';
 import { detectFormat } from './parse/detect-format.ts';
 import { diffSchedules, type ScheduleChange } from './parse/diff.ts';
 import { parseSchedule } from './parse/parse-schedule.ts';
@@ -27,8 +33,17 @@ export interface PreviousEvent {
 
 export type EventRow = ReturnType<typeof eventToRow>;
 
+/** How the worker opens the server's database (Database.sharedAs). */
+export interface SharedDatabase {
+  url: string;
+  schema: string | undefined;
+}
+
 export type CrawlRequest =
   | { type: 'hash'; body: ArrayBuffer }
+  | { type: 'readPrevious'; database: SharedDatabase; runId: number }
+  | { type: 'store'; database: SharedDatabase; runId: number }
+  | { type: 'close' }
   | { type: 'parse'; contentType: string | null; readZone: string; configuredZone: string | null; shiftToFriday: { now: string } | null }
   | { type: 'previous'; events: PreviousEvent[] }
   | { type: 'prepare'; diff: boolean; now: string; title: string }
@@ -64,8 +79,22 @@ let previous: ScheduleEvent[] = [];
 /** How rows are shaped once the schedule is prepared (they are made a batch at a time). */
 let rowShape: { formats: ReturnType<typeof formatsFor>; now: string } | null = null;
 let shiftDays = 0;
+let database: Database | null = null;
 
-function handle(request: CrawlRequest): { result: unknown; transfer?: ArrayBuffer[] } {
+/** Rows written per transaction, and previous events read per query. */
+const ROW_BATCH = 250;
+const PAGE_SIZE = 2000;
+/**
+ * A pause between two SQLite transactions: a write of the main thread that
+ * finds the database locked sleeps 1, 2, 5… ms and tries again, and must
+ * find it free then, or it would wait (holding the main thread) until the
+ * whole schedule is written.
+ */
+const SQLITE_PAUSE_MS = 2;
+
+const databaseOf = async (shared: SharedDatabase) => (database ??= await openDatabase(shared.url, { schema: shared.schema, poolSize: 1 }));
+
+async function handle(request: CrawlRequest): Promise<{ result: unknown; transfer?: ArrayBuffer[] }> {
   switch (request.type) {
     case 'hash': {
       body = Buffer.from(request.body);
@@ -120,6 +149,32 @@ function handle(request: CrawlRequest): { result: unknown; transfer?: ArrayBuffe
       rowShape = { formats: formatsFor(zone), now: request.now };
       return { result: { changes, tracks, speakerCount: speakers.size, document: document.buffer } satisfies Prepared, transfer: [document.buffer] };
     }
+    case 'readPrevious': {
+      const { db } = await databaseOf(request.database);
+      for (let after = 0; ; ) {
+        const page = await queries.eventPageOfRun(db, request.runId, after, PAGE_SIZE);
+        if (page.length === 0) break;
+        for (const row of page) previous.push(rowToEvent(row));
+        after = page.at(-1)!.id;
+      }
+      return { result: previous.length };
+    }
+    case 'store': {
+      if (!schedule || !rowShape) throw new Error('No schedule prepared');
+      const { formats, now } = rowShape;
+      const target = await databaseOf(request.database);
+      for (let from = 0; from < schedule.events.length; from += ROW_BATCH) {
+        const rows = schedule.events.slice(from, from + ROW_BATCH).map((event) => ({ ...eventToRow(event, formats, now), crawler_run_id: request.runId }));
+        await target.transaction((trx) => queries.insertEvents(trx, rows));
+        await (target.dialect === 'sqlite' ? sleep(SQLITE_PAUSE_MS) : yieldToEventLoop());
+      }
+      return { result: schedule.events.length };
+    }
+    case 'close': {
+      await database?.close();
+      database = null;
+      return { result: null };
+    }
     case 'rows': {
       if (!schedule || !rowShape) throw new Error('No schedule prepared');
       const { formats, now } = rowShape;
@@ -128,13 +183,17 @@ function handle(request: CrawlRequest): { result: unknown; transfer?: ArrayBuffe
   }
 }
 
+/** Requests are handled one after another, in the order they came. */
+let queue: Promise<void> = Promise.resolve();
 port.on('message', (message: { id: number; request: CrawlRequest }) => {
-  try {
-    const { result, transfer } = handle(message.request);
-    port.postMessage({ id: message.id, ok: true, result }, transfer ?? []);
-  } catch (error) {
-    port.postMessage({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) });
-  }
+  queue = queue.then(async () => {
+    try {
+      const { result, transfer } = await handle(message.request);
+      port.postMessage({ id: message.id, ok: true, result }, transfer ?? []);
+    } catch (error) {
+      port.postMessage({ id: message.id, ok: false, error: error instanceof Error ? error.message : String(error) });
+    }
+  });
 });
 
 function formatsFor(timeZone: string) {
