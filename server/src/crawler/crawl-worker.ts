@@ -103,13 +103,13 @@ async function handle(request: CrawlRequest): Promise<{ result: unknown; transfe
     }
     case 'parse': {
       if (!body || !hasher) throw new Error('No feed to parse');
-      let text = body.toString('utf8');
-      if (text.startsWith('\uFEFF')) text = text.slice(1);
-      // The text is all that is read from here on.
+      // A byte order mark is no part of the feed.
+      const bytes = body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf ? body.subarray(3) : body;
       body = null;
-      const format = detectFormat(request.contentType, text);
+      const format = detectFormat(request.contentType, bytes.toString('utf8', 0, Math.min(bytes.length, 64 * 1024)));
       if (!format) throw new Error('The schedule is not iCalendar, frab/Pentabarf XML, frab/pretalx JSON or a JSON feed');
-      let parsed = parseSchedule(text, format, request.readZone);
+      // iCalendar is read from the bytes a piece at a time; the other formats as one text.
+      let parsed = parseSchedule(format === 'ics' ? bytes : bytes.toString('utf8'), format, request.readZone);
       zone = request.configuredZone ?? parsed.timeZone ?? request.readZone;
       // The bundled sample keeps fixed dates in its file; it is moved to the coming Friday,
       // and the shift is part of its hash so a new week means a new run.

@@ -1,6 +1,6 @@
 import { instantOf, zonedParts } from '../../time-zone.ts';
 import type { Source } from '../provider.ts';
-import { endOf, inWindow, type Hit, type KnowledgeIndex, type Passage, type ScheduleItem, type WeightedTerm } from './knowledge-index.ts';
+import { endOf, inWindow, titleWordsOf, type Hit, type KnowledgeIndex, type Passage, type ScheduleItem, type WeightedTerm } from './knowledge-index.ts';
 import { readQuestion, type QueryTerm, type QuestionReading } from './read-question.ts';
 import { fold, generalRarity, stem, synonymsOf, words } from './text.ts';
 import type { TimeWindow } from './time-window.ts';
@@ -176,7 +176,7 @@ function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[]
     });
     let score = hit.score;
     if (hit.item.kind === 'event') {
-      const title = hit.item.titleWords;
+      const title = titleWordsOf(hit.item);
       if (title.length > 0 && title.every((word) => questionWords.has(word))) score *= 2;
     }
     return { ...hit, score, coverage: covered / total };

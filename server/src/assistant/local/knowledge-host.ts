@@ -57,7 +57,9 @@ export class KnowledgeHost {
   async remove(fileId: string): Promise<void> {
     if (!this.#files) return;
     this.#files.delete(fileId);
-    await this.#send({ type: 'remove', fileId });
+    const { reload } = (await this.#send({ type: 'remove', fileId })) as { reload: boolean };
+    // The worker no longer has an older schedule document's bytes: loaded in full on next use.
+    if (reload) this.#files = undefined;
   }
 
   answer(question: string, now: Date, timeZone: string): Promise<ComposedAnswer> {

@@ -17,8 +17,6 @@ export interface ScheduleItem {
   id: number;
   uid: string | null;
   title: string;
-  /** The title's words, folded (for "does the question name the whole title?"). */
-  titleWords: string[];
   /** The title folded, words separated by single spaces. */
   foldedTitle: string;
   start: Date;
@@ -145,9 +143,13 @@ export class ScheduleIndex {
       if (event.room) this.vocabulary.rooms.set(fold(event.room).trim(), event.room);
       if (event.track) this.vocabulary.tracks.set(fold(event.track).trim(), event.track);
       for (const speaker of event.speakers) this.vocabulary.speakers.set(words(speaker).join(' '), speaker);
-      const titleWords = words(event.title);
-      for (const word of titleWords) this.vocabulary.titleWords.add(word);
-      for (let i = 0; i + 1 < titleWords.length; i++) this.vocabulary.titleBigrams.add(`${titleWords[i]} ${titleWords[i + 1]}`);
+      const titleWords = event.foldedTitle ? event.foldedTitle.split(' ') : [];
+      // Words with digits ("101", "4312") never tell a room's name from a title's.
+      for (const word of titleWords) if (!/\d/.test(word)) this.vocabulary.titleWords.add(word);
+      // Only a title with a time word in it can make a question's time word part of a name.
+      if (titleWords.some((word) => TIME_WORDS.has(word))) {
+        for (let i = 0; i + 1 < titleWords.length; i++) this.vocabulary.titleBigrams.add(`${titleWords[i]} ${titleWords[i + 1]}`);
+      }
     }
   }
 }
@@ -311,6 +313,14 @@ function* linesOf(content: string | Uint8Array): Generator<string> {
 /** Cuts a knowledge file into schedule events (where it marks them) and passages. */
 function readFile(file: KnowledgeFile, events: ScheduleItem[], allPassages: Passage[]): void {
   const fileTitle = knowledgeTitle(file.filename);
+  // Rooms, tracks and names repeat across thousands of events: one string each.
+  const strings = new Map<string, string>();
+  const intern = (text: string) => {
+    const known = strings.get(text);
+    if (known !== undefined) return known;
+    strings.set(text, text);
+    return text;
+  };
   const eventCount = events.length;
   // A schedule document's own text (its heading, the list of recent changes) is no passage to quote.
   const passages: Passage[] = [];
@@ -331,7 +341,7 @@ function readFile(file: KnowledgeFile, events: ScheduleItem[], allPassages: Pass
     const raw = lines.join('\n');
     const marker = raw.includes('<!--') ? readEventMarker(raw) : undefined;
     if (marker && blockHeading !== null) {
-      events.push(readEvent(blockHeading, marker, lines, file.id));
+      events.push(readEvent(blockHeading, marker, lines, file.id, intern));
       return;
     }
     // Plain text: one passage per paragraph group, never longer than MAX_PASSAGE_CHARS.
@@ -378,7 +388,7 @@ function readFile(file: KnowledgeFile, events: ScheduleItem[], allPassages: Pass
   allPassages.push(...passages);
 }
 
-function readEvent(heading: string, marker: NonNullable<ReturnType<typeof readEventMarker>>, lines: string[], fileId: string): ScheduleItem {
+function readEvent(heading: string, marker: NonNullable<ReturnType<typeof readEventMarker>>, lines: string[], fileId: string, intern: (text: string) => string): ScheduleItem {
   const facts = new Map<string, string>();
   const description: string[] = [];
   let inFacts = true;
@@ -400,28 +410,38 @@ function readEvent(heading: string, marker: NonNullable<ReturnType<typeof readEv
   title = title.replace(/\s*\((?:cancelled|canceled)\)\s*$/i, '').trim();
   const status = facts.get('status')?.toLowerCase() ?? '';
   const speakers = facts.get('speakers') ?? facts.get('speaker') ?? facts.get('with') ?? facts.get('hosts') ?? facts.get('host') ?? '';
+  const fact = (...names: string[]) => {
+    for (const name of names) {
+      const value = facts.get(name);
+      if (value !== undefined) return intern(value);
+    }
+    return null;
+  };
   return {
     kind: 'event',
     id: 0,
     uid: marker.uid,
     title,
-    titleWords: words(title).filter((word) => word.length > 1),
     foldedTitle: words(title).join(' '),
     start: marker.start,
     end: marker.end,
-    room: facts.get('where') ?? facts.get('room') ?? facts.get('location') ?? null,
-    track: facts.get('track') ?? facts.get('category') ?? null,
+    room: fact('where', 'room', 'location'),
+    track: fact('track', 'category'),
     speakers: speakers
       .split(/\s*,\s*/)
       .map((name) => name.trim())
-      .filter(Boolean),
-    language: facts.get('language') ?? null,
+      .filter(Boolean)
+      .map(intern),
+    language: fact('language'),
     description: description.join('\n'),
     status: marker.status === 'cancelled' || cancelledInTitle || status.startsWith('cancel') ? 'cancelled' : marker.status,
     change: null,
     fileId,
   };
 }
+
+/** The words of an event's title of two letters or more, folded (for "does the question name the whole title?"). */
+export const titleWordsOf = (event: ScheduleItem) => (event.foldedTitle ? event.foldedTitle.split(' ').filter((word) => word.length > 1) : []);
 
 /** The words of a title, for matching a question's words against names. */
 export const titleWords = (title: string) => words(title).filter((word) => !TIME_WORDS.has(word));

@@ -3,13 +3,15 @@
  * files, builds the full-text index and composes answers, so neither a
  * 50,000-event schedule nor a question holds the server's main thread.
  *
- * A file is read once, when it comes: the schedule document's events get
- * an index of their own, the other files' passages share one. A new
- * schedule document replaces the schedule: the old one is let go before
- * the new one is indexed, so two never sit in memory together, and a
- * question asked meanwhile waits for the new schedule (a few seconds at
- * 50,000 events) rather than being answered from the old one. Adding or
- * removing a FAQ re-indexes only the passages.
+ * A file is read once, when it comes, and its bytes are let go: the
+ * schedule document's events get an index of their own, the other files'
+ * passages share one. A new schedule document replaces the schedule: the
+ * old one is let go before the new one is indexed, so two never sit in
+ * memory together, and a question asked meanwhile waits for the new
+ * schedule (a few seconds at 50,000 events) rather than being answered
+ * from the old one. Adding or removing a FAQ re-indexes only the passages.
+ * Deleting the schedule while an older schedule document remains asks the
+ * host to load the files again.
  *
  * Messages in: load (every file), add, remove, answer; each is answered with
  * its id and a result or an error.
@@ -39,8 +41,8 @@ const fallbackTimeZone = (workerData as { timeZone: string }).timeZone;
 // The word list that weighs unknown words is read once, before the first question needs it.
 setImmediate(() => generalRarity('warm'));
 
-/** Schedule documents by id, oldest first, with their bytes: the newest is the schedule, an older one takes over if it goes. */
-const scheduleFiles = new Map<string, KnowledgeFile>();
+/** Schedule documents by id, oldest first: the newest is the schedule. */
+const scheduleFiles = new Set<string>();
 /** The passages of every other file, by file id, in the order the files came. */
 const passageFiles = new Map<string, FileParts>();
 let schedule: { fileId: string; index: ScheduleIndex } | null = null;
@@ -49,18 +51,31 @@ let index = new KnowledgeIndex();
 /** Changes run one after another; a question waits for the ones before it. */
 let changes: Promise<void> = Promise.resolve();
 
-function change(work: () => Promise<void> | void): Promise<void> {
+function change<T>(work: () => Promise<T> | T): Promise<T> {
   const run = changes.then(work);
   // A change that failed does not stop the ones after it.
-  changes = run.catch(() => undefined);
+  changes = run.then(
+    () => undefined,
+    () => undefined,
+  );
   return run;
 }
 
-/** Reads a file into the knowledge; a schedule document becomes the schedule. */
+/**
+ * Reads a file into the knowledge: a schedule document becomes the
+ * schedule (the current one is let go before it is read). Nothing keeps
+ * the file's bytes once it is read.
+ */
 async function take(file: KnowledgeFile): Promise<void> {
   if (!mayBeSchedule(file)) return addPassages(readKnowledgeFile(file));
-  scheduleFiles.set(file.id, file);
-  await useNewestSchedule();
+  schedule = null;
+  index = new KnowledgeIndex(null, passages);
+  const parts = readKnowledgeFile(file);
+  // Markers but no events: an ordinary file after all.
+  if (parts.events.length === 0) return addPassages(parts);
+  scheduleFiles.add(file.id);
+  schedule = { fileId: file.id, index: await ScheduleIndex.build(parts, fallbackTimeZone) };
+  index = new KnowledgeIndex(schedule.index, passages);
 }
 
 function addPassages(parts: FileParts): void {
@@ -69,51 +84,44 @@ function addPassages(parts: FileParts): void {
   index = new KnowledgeIndex(schedule?.index ?? null, passages);
 }
 
-/** Makes the newest schedule document the schedule; the current one is let go before it is read. */
-async function useNewestSchedule(): Promise<void> {
-  schedule = null;
-  index = new KnowledgeIndex(null, passages);
-  for (let newest = [...scheduleFiles.values()].at(-1); newest; newest = [...scheduleFiles.values()].at(-1)) {
-    const parts = readKnowledgeFile(newest);
-    if (parts.events.length > 0) {
-      schedule = { fileId: newest.id, index: await ScheduleIndex.build(parts, fallbackTimeZone) };
-      index = new KnowledgeIndex(schedule.index, passages);
-      return;
-    }
-    // Markers but no events: an ordinary file after all.
-    scheduleFiles.delete(newest.id);
-    addPassages(parts);
-  }
-}
-
 async function handle(request: KnowledgeRequest): Promise<unknown> {
   switch (request.type) {
     case 'load':
-      await change(async () => {
+      return change(async () => {
         scheduleFiles.clear();
         passageFiles.clear();
         schedule = null;
         passages = new PassageIndex([]);
         index = new KnowledgeIndex();
-        for (const file of request.files) {
-          if (mayBeSchedule(file)) scheduleFiles.set(file.id, file);
-          else addPassages(readKnowledgeFile(file));
+        const candidates = request.files.filter(mayBeSchedule);
+        for (const file of request.files) if (!candidates.includes(file)) passageFiles.set(file.id, readKnowledgeFile(file));
+        passages = new PassageIndex([...passageFiles.values()]);
+        index = new KnowledgeIndex(null, passages);
+        // The newest schedule document is the schedule; the older ones are only remembered.
+        for (let at = candidates.length - 1; at >= 0; at--) {
+          if (schedule) scheduleFiles.add(candidates[at]!.id);
+          else await take(candidates[at]!);
         }
-        await useNewestSchedule();
+        return { files: scheduleFiles.size + passageFiles.size, events: index.events.length, passages: index.passages.length };
       });
-      return { files: scheduleFiles.size + passageFiles.size, events: index.events.length, passages: index.passages.length };
     case 'add':
-      await change(() => take(request.file));
-      return { files: scheduleFiles.size + passageFiles.size, events: index.events.length, passages: index.passages.length };
+      return change(async () => {
+        await take(request.file);
+        return { files: scheduleFiles.size + passageFiles.size, events: index.events.length, passages: index.passages.length };
+      });
     case 'remove':
-      await change(async () => {
+      return change(() => {
         if (passageFiles.delete(request.fileId)) {
           passages = new PassageIndex([...passageFiles.values()]);
           index = new KnowledgeIndex(schedule?.index ?? null, passages);
         }
-        if (scheduleFiles.delete(request.fileId) && schedule?.fileId === request.fileId) await useNewestSchedule();
+        scheduleFiles.delete(request.fileId);
+        if (schedule?.fileId !== request.fileId) return { reload: false };
+        schedule = null;
+        index = new KnowledgeIndex(null, passages);
+        // An older schedule document takes over: the host loads the files again to read it.
+        return { reload: scheduleFiles.size > 0 };
       });
-      return { files: scheduleFiles.size + passageFiles.size };
     case 'answer':
       await changes;
       return composeAnswer(request.question, index, new Date(request.now), request.timeZone);

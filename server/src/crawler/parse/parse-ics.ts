@@ -16,8 +16,13 @@ type DateValue = Date & { tz?: string; dateOnly?: boolean };
 const MAX_INSTANCES = 500;
 const DAY = 86_400_000;
 
-/** VEVENTs handed to node-ical at a time: its objects for a whole 50,000-event feed take hundreds of MB. */
-const EVENTS_PER_PIECE = 250;
+/**
+ * VEVENTs handed to node-ical at a time: its objects for a whole
+ * 50,000-event feed take hundreds of MB, and a small piece's objects are
+ * gone before the young generation is collected (at 250 a piece the
+ * worker's heap peaked near 175 MB, at 25 near 95 MB, in the same time).
+ */
+const EVENTS_PER_PIECE = 25;
 
 /** An event read from the feed, before its times are placed in the calendar's zone. */
 type Timing = Pick<VEvent, 'uid' | 'start' | 'end'> & { duration?: unknown };
@@ -37,8 +42,10 @@ interface PendingEvent {
  * time zones, and an event's overrides stay with it), so node-ical never
  * holds the whole calendar at once.
  */
-export function parseIcs(text: string, options: IcsOptions): ParsedSchedule {
-  if (!/BEGIN:VCALENDAR/i.test(text)) throw new ScheduleParseError('Not an iCalendar file: no BEGIN:VCALENDAR');
+export function parseIcs(content: string | Uint8Array, options: IcsOptions): ParsedSchedule {
+  const feed = typeof content === 'string' ? textFeed(content) : bytesFeed(Buffer.from(content.buffer, content.byteOffset, content.byteLength));
+  const beginning = typeof content === 'string' ? content : feed.slice(0, Math.min(content.byteLength, 64 * 1024));
+  if (!/BEGIN:VCALENDAR/i.test(beginning)) throw new ScheduleParseError('Not an iCalendar file: no BEGIN:VCALENDAR');
   const isUtc = (zone: string) => /^(Etc\/)?(UTC|GMT|Z)$/i.test(zone);
   let calendar: Record<string, unknown> | undefined;
   const zones = new Set<string>();
@@ -48,10 +55,18 @@ export function parseIcs(text: string, options: IcsOptions): ParsedSchedule {
   /** Events whose times are read in the calendar's zone, which is known only at the end when the feed does not declare it. */
   const pending: PendingEvent[] = [];
   const recurring: { vevent: VEvent; floating: boolean }[] = [];
+  // Rooms, tracks and names repeat across thousands of events: one string each.
+  const strings = new Map<string, string>();
+  const shared = (value: string | null) => {
+    if (value === null) return null;
+    let copy = strings.get(value);
+    if (copy === undefined) strings.set(value, (copy = ownCopy(value)));
+    return copy;
+  };
   const place = ({ vevent, floating, fields }: PendingEvent, zone: string) =>
     toEvent(fields, vevent, readDate(vevent.start as DateValue, zone, floating), endOf(vevent, vevent.start as DateValue, vevent.end as DateValue | undefined, zone, floating), vevent.uid);
 
-  for (const piece of calendarPieces(text)) {
+  for (const piece of calendarPieces(feed)) {
     let data: CalendarResponse;
     try {
       data = ical.sync.parseICS(piece);
@@ -73,7 +88,7 @@ export function parseIcs(text: string, options: IcsOptions): ParsedSchedule {
         recurring.push({ vevent, floating: isFloating });
         continue;
       }
-      const read: PendingEvent = { vevent: lightEvent(vevent), floating: isFloating, fields: eventFields(vevent) };
+      const read: PendingEvent = { vevent: lightEvent(vevent), floating: isFloating, fields: eventFields(vevent, shared) };
       // Placed at once when its times are exact or the feed declares its zone; only the rest waits.
       const zone = declaredZoneOf(calendar);
       if (zone || (exact(start, isFloating) && (!vevent.end || exact(vevent.end as DateValue, isFloating)))) events.push(place(read, zone ?? options.timeZone));
@@ -117,14 +132,60 @@ const exact = (value: DateValue, floating: boolean) => !floating && !value.dateO
 /** What placing an event's times needs of node-ical's object (the rest is let go). */
 const lightEvent = (vevent: VEvent): Timing => ({ uid: ownCopy(vevent.uid), start: vevent.start, end: vevent.end, duration: vevent.duration });
 
+/** A feed as text or as its UTF-8 bytes, cut at component boundaries without ever being one string. */
+interface Feed {
+  slice(from: number, to: number): string;
+  whole(): string;
+  crlf: boolean;
+  /** The BEGIN:/END: lines: their component, where the line starts and where the next one starts. */
+  boundaries(): Generator<{ begin: boolean; name: string; at: number; after: number }>;
+}
+
+const BOUNDARY = /^(BEGIN|END):([A-Za-z0-9-]+)[ \t]*\r?$/;
+
+function textFeed(text: string): Feed {
+  return {
+    slice: (from, to) => text.slice(from, to),
+    whole: () => text,
+    crlf: text.includes('\r\n'),
+    *boundaries() {
+      const boundary = new RegExp(BOUNDARY.source, 'gm');
+      for (let match = boundary.exec(text); match; match = boundary.exec(text)) {
+        const lineEnd = text.indexOf('\n', match.index);
+        yield { begin: match[1] === 'BEGIN', name: match[2]!.toUpperCase(), at: match.index, after: lineEnd === -1 ? text.length : lineEnd + 1 };
+      }
+    },
+  };
+}
+
+function bytesFeed(bytes: Buffer): Feed {
+  return {
+    slice: (from, to) => bytes.toString('utf8', from, to),
+    whole: () => bytes.toString('utf8'),
+    crlf: bytes.includes('\r\n'),
+    *boundaries() {
+      for (let at = 0; at < bytes.length; ) {
+        const newline = bytes.indexOf(10, at);
+        const end = newline === -1 ? bytes.length : newline;
+        const after = newline === -1 ? bytes.length : newline + 1;
+        // Only a short line starting with B or E can be one ("BEGIN:VEVENT", "END:VCALENDAR").
+        if ((bytes[at] === 0x42 || bytes[at] === 0x45) && end - at <= 64) {
+          const match = BOUNDARY.exec(bytes.toString('latin1', at, end));
+          if (match) yield { begin: match[1] === 'BEGIN', name: match[2]!.toUpperCase(), at, after };
+        }
+        at = after;
+      }
+    },
+  };
+}
+
 /**
  * The calendar cut into pieces of a few hundred VEVENTs, each a calendar of
  * its own with the feed's calendar properties and VTIMEZONEs, the VEVENTs
  * of one UID (an event and its RECURRENCE-ID overrides) always together.
  * A feed whose components cannot be told apart is one piece.
  */
-function* calendarPieces(text: string): Generator<string> {
-  const boundary = /^(BEGIN|END):([A-Za-z0-9-]+)[ \t]*\r?$/gm;
+function* calendarPieces(feed: Feed): Generator<string> {
   const header: string[] = [];
   const events: { from: number; to: number; key: string }[] = [];
   let depth = 0;
@@ -133,42 +194,38 @@ function* calendarPieces(text: string): Generator<string> {
   let componentName = '';
   let outsideFrom = -1;
   let calendars = 0;
-  for (let match = boundary.exec(text); match; match = boundary.exec(text)) {
-    const begin = match[1]!.toUpperCase() === 'BEGIN';
-    const name = match[2]!.toUpperCase();
-    const lineEnd = text.indexOf('\n', match.index);
-    const after = lineEnd === -1 ? text.length : lineEnd + 1;
+  for (const { begin, name, at, after } of feed.boundaries()) {
     if (depth === 0) {
-      if (!begin || name !== 'VCALENDAR' || ++calendars > 1) return yield text;
+      if (!begin || name !== 'VCALENDAR' || ++calendars > 1) return yield feed.whole();
       depth = 1;
-      calendarAt = match.index;
+      calendarAt = at;
       outsideFrom = after;
     } else if (depth === 1) {
       if (!begin) {
-        if (name !== 'VCALENDAR') return yield text;
-        header.push(text.slice(outsideFrom, match.index));
+        if (name !== 'VCALENDAR') return yield feed.whole();
+        header.push(feed.slice(outsideFrom, at));
         depth = 0;
         continue;
       }
-      header.push(text.slice(outsideFrom, match.index));
+      header.push(feed.slice(outsideFrom, at));
       depth = 2;
-      componentAt = match.index;
+      componentAt = at;
       componentName = name;
     } else if (begin) {
       depth++;
     } else if (--depth === 1) {
-      if (name !== componentName) return yield text;
+      if (name !== componentName) return yield feed.whole();
       if (componentName === 'VEVENT') {
-        const uid = /^UID[;:][^\r\n]*(?:\r?\n[ \t][^\r\n]*)*/im.exec(text.slice(componentAt, after))?.[0];
+        const uid = /^UID[;:][^\r\n]*(?:\r?\n[ \t][^\r\n]*)*/im.exec(feed.slice(componentAt, after))?.[0];
         events.push({ from: componentAt, to: after, key: uid ? uid.replace(/\r?\n[ \t]/g, '') : `#${events.length}` });
       } else if (componentName === 'VTIMEZONE') {
-        header.push(text.slice(componentAt, after));
+        header.push(feed.slice(componentAt, after));
       }
       outsideFrom = after;
     }
   }
-  if (calendarAt === -1 || depth !== 0) return yield text;
-  const lineBreak = text.includes('\r\n') ? '\r\n' : '\n';
+  if (calendarAt === -1 || depth !== 0) return yield feed.whole();
+  const lineBreak = feed.crlf ? '\r\n' : '\n';
   const head = `BEGIN:VCALENDAR${lineBreak}${header.join('')}`;
   const tail = `END:VCALENDAR${lineBreak}`;
   // An event's overrides join it in its piece.
@@ -180,7 +237,7 @@ function* calendarPieces(text: string): Generator<string> {
   }
   let piece: string[] = [];
   for (const group of byKey.values()) {
-    for (const event of group) piece.push(text.slice(event.from, event.to));
+    for (const event of group) piece.push(feed.slice(event.from, event.to));
     if (piece.length >= EVENTS_PER_PIECE) {
       yield `${head}${piece.join('')}${tail}`;
       piece = [];
@@ -242,7 +299,7 @@ function endOf(event: Pick<VEvent, 'uid'> & { duration?: unknown }, start: DateV
 }
 
 /** An event's title, place, people and words: everything but its times. */
-function eventFields(event: VEvent): PendingEvent['fields'] {
+function eventFields(event: VEvent, shared: (text: string | null) => string | null = ownCopy): PendingEvent['fields'] {
   const rawTitle = text(event.summary) ?? 'Untitled event';
   const { title, cancelled: titleSaysCancelled } = cleanTitle(rawTitle);
   const rawDescription = text(event.description);
@@ -263,12 +320,12 @@ function eventFields(event: VEvent): PendingEvent['fields'] {
   }
   const categories = [(event as { categories?: unknown }).categories ?? []].flat().filter((value): value is string => typeof value === 'string');
   const status = String(event.status ?? '').toUpperCase();
-  // Copies, so the piece of the feed they were read from is let go.
+  // Copies, so the piece of the feed they were read from is let go; rooms, tracks and names shared.
   return {
     title: ownCopy(title),
-    location: ownCopy(text(event.location)),
-    track: ownCopy(categories[0]?.trim() || null),
-    speakers: uniqueNames(speakers).map(ownCopy),
+    location: shared(text(event.location)),
+    track: shared(categories[0]?.trim() || null),
+    speakers: uniqueNames(speakers).map((name) => shared(name)!),
     description: ownCopy(description),
     status: status === 'CANCELLED' || titleSaysCancelled ? 'cancelled' : status === 'TENTATIVE' ? 'tentative' : 'confirmed',
     url: ownCopy(text((event as { url?: unknown }).url)),
