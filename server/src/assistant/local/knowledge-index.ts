@@ -23,6 +23,8 @@ export interface ScheduleItem {
   end: Date | null;
   room: string | null;
   track: string | null;
+  /** The kind of session ("Workshop", "Screening"), when the schedule says. */
+  type: string | null;
   speakers: string[];
   language: string | null;
   description: string;
@@ -66,12 +68,12 @@ const FACT = /^\s*[-*]\s+\**([A-Za-z][A-Za-z ]{1,20}?)\**\s*:\**\s*(.+)$/;
 const SCHEDULE_HEADING_TIME = /^(?:all day|\d{1,2}:\d\d(?:\s*[–-]\s*\d{1,2}:\d\d)?)\s*·\s*/i;
 
 /** Field boosts: a word in the title says most about an event, one in its description least. */
-const EVENT_BOOST = { title: 4, speakers: 3, track: 1.5, room: 1.2, description: 1 };
+const EVENT_BOOST = { title: 4, speakers: 3, track: 1.5, type: 1.5, room: 1.2, description: 1 };
 const PASSAGE_BOOST = { headings: 3, text: 1 };
 
-const EVENT_FIELDS = ['title', 'speakers', 'track', 'room', 'description'] as const;
+const EVENT_FIELDS = ['title', 'speakers', 'track', 'type', 'room', 'description'] as const;
 const PASSAGE_FIELDS = ['headings', 'text'] as const;
-const eventFields = (event: ScheduleItem) => [event.title, event.speakers.join(' '), event.track ?? '', event.room ?? '', event.description];
+const eventFields = (event: ScheduleItem) => [event.title, event.speakers.join(' '), event.track ?? '', event.type ?? '', event.room ?? '', event.description];
 const passageFields = (passage: Passage) => [passage.headings.join(' '), passage.text];
 /** Documents indexed between two yields to the worker's event loop while a big schedule is indexed. */
 const INDEX_CHUNK = 1000;
@@ -239,13 +241,15 @@ export class KnowledgeIndex {
   }
 
   /**
-   * How much a term says, from how rare it is (inverse document frequency,
-   * as BM25 weighs it). A word the knowledge never uses weighs as much as
-   * the rarest one.
+   * How much a term says, from how rare it and the words meaning the same
+   * (`alike`) are (inverse document frequency, as BM25 weighs it). A word
+   * the knowledge never uses weighs as much as the rarest one.
    */
-  weight(stemmed: string, among: 'events' | 'passages'): number {
+  weight(stemmed: string, among: 'events' | 'passages', alike: readonly string[] = []): number {
     const total = among === 'events' ? this.events.length : this.passages.length;
-    const count = (among === 'events' ? this.#schedule?.search.documentsWith(stemmed) : this.#passages.search.documentsWith(stemmed)) || 1;
+    const search = among === 'events' ? this.#schedule?.search : this.#passages.search;
+    // A word weighs as its meaning does: "class" as rare as "workshop" is in this knowledge, not as the absent word.
+    const count = Math.max(search?.documentsWith(stemmed) ?? 0, ...alike.map((other) => search?.documentsWith(other) ?? 0)) || 1;
     return Math.log(1 + (total - count + 0.5) / (count + 0.5));
   }
 
@@ -367,6 +371,11 @@ function readFile(file: KnowledgeFile, events: ScheduleItem[], allPassages: Pass
     addPassage(paragraph.join('\n'));
   };
 
+  // In a FAQ, each question heads its answer ("Q: Can I bring my dog?", "**Is there Wi-Fi?**",
+  // or a short line of its own ending in "?"), under the Markdown headings above it.
+  const questionsHeadAnswers = !mayHoldEvents(file.content);
+  let markdownDepth = 0;
+  let previous = '';
   for (const line of linesOf(file.content)) {
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
     if (heading) {
@@ -376,9 +385,21 @@ function readFile(file: KnowledgeFile, events: ScheduleItem[], allPassages: Pass
       while (headings.length < level - 1) headings.push('');
       blockHeading = heading[2]!.trim();
       headings.push(blockHeading);
+      markdownDepth = headings.length;
+      previous = line;
+      continue;
+    }
+    const question = questionsHeadAnswers ? questionOf(line, previous) : null;
+    if (question) {
+      flush();
+      headings.length = markdownDepth;
+      blockHeading = question;
+      headings.push(question);
+      previous = line;
       continue;
     }
     block.push(line);
+    previous = line;
   }
   flush();
   for (const event of events.slice(eventCount)) {
@@ -386,6 +407,27 @@ function readFile(file: KnowledgeFile, events: ScheduleItem[], allPassages: Pass
   }
   if (events.length > eventCount) return;
   allPassages.push(...passages);
+}
+
+const QUESTION_LINE = /^\s*(?:Q|Question)\s*[:.)–-]\s*(.+\S)\s*$/i;
+const BOLD_QUESTION = /^\s*(?:\*\*|__)(.+\?)(?:\*\*|__)\s*$/;
+const MAX_QUESTION_CHARS = 160;
+
+/**
+ * A FAQ's question in a line: "Q: …", a bold "**…?**", or a short line of
+ * its own (after a blank line) that ends with "?".
+ */
+function questionOf(line: string, previous: string): string | null {
+  const marked = QUESTION_LINE.exec(line) ?? BOLD_QUESTION.exec(line);
+  if (marked) return marked[1]!.trim();
+  const trimmed = line.trim();
+  if (trimmed.endsWith('?') && trimmed.length <= MAX_QUESTION_CHARS && previous.trim() === '' && !/^[-*>|]/.test(trimmed)) return trimmed;
+  return null;
+}
+
+/** Whether a file has schedule event markers (a schedule document's lines are never FAQ questions). */
+function mayHoldEvents(content: string | Uint8Array): boolean {
+  return typeof content === 'string' ? content.includes('<!-- event ') : Buffer.from(content.buffer, content.byteOffset, content.byteLength).includes('<!-- event ');
 }
 
 function readEvent(heading: string, marker: NonNullable<ReturnType<typeof readEventMarker>>, lines: string[], fileId: string, intern: (text: string) => string): ScheduleItem {
@@ -427,6 +469,7 @@ function readEvent(heading: string, marker: NonNullable<ReturnType<typeof readEv
     end: marker.end,
     room: fact('where', 'room', 'location'),
     track: fact('track', 'category'),
+    type: fact('type', 'kind', 'format'),
     speakers: speakers
       .split(/\s*,\s*/)
       .map((name) => name.trim())

@@ -77,6 +77,7 @@ export function* renderScheduleDocumentPieces(schedule: ParsedSchedule, options:
       lines.push(eventMarker(event.start, event.end, { uid: event.uid, status: event.status }));
       if (event.location) lines.push(`- Where: ${event.location}`);
       if (event.track) lines.push(`- Track: ${event.track}`);
+      if (event.type) lines.push(`- Type: ${event.type}`);
       if (event.speakers.length) lines.push(`- Speakers: ${event.speakers.join(', ')}`);
       if (event.language) lines.push(`- Language: ${event.language}`);
       if (event.status === 'cancelled') lines.push('- Status: Cancelled');
