@@ -118,7 +118,11 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
 }
 
 function toTerm(word: string, phraseSynonyms: string[] = []): QueryTerm | null {
-  if (STOP_WORDS.has(word) || word.length < 2) return null;
+  if (STOP_WORDS.has(word) || word.length < 2) {
+    // A phrase of filler words that means something ("get there": directions) stands for its meaning.
+    const [meaning, ...alike] = phraseSynonyms;
+    return meaning ? { word: meaning, stem: meaning, also: alike, generic: false } : null;
+  }
   const stemmed = stem(word);
   return {
     word,

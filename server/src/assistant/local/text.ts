@@ -99,7 +99,7 @@ const SYNONYM_GROUPS: string[][] = [
   ['open', 'opening', 'hour'],
   ['lost', 'missing', 'lose'],
   ['toilet', 'restroom', 'bathroom', 'washroom', 'loo'],
-  ['wifi', 'wi-fi', 'internet', 'wireless'],
+  ['wifi', 'internet', 'wireless'],
   ['wheelchair', 'accessible', 'accessibility', 'disability', 'disabled', 'mobility'],
   ['quiet', 'calm', 'sensory', 'overwhelmed', 'overwhelming', 'relax', 'chill'],
   ['tabletop', 'board game', 'boardgame', 'card game', 'rpg', 'roleplaying'],
@@ -107,13 +107,13 @@ const SYNONYM_GROUPS: string[][] = [
   ['cosplay', 'costume'],
   ['game', 'gaming', 'play'],
   ['contest', 'competition', 'championship', 'tournament', 'tourney'],
-  ['register', 'registration', 'check-in', 'signup'],
+  ['register', 'registration', 'checkin', 'signup'],
   ['store', 'shop', 'dealer', 'vendor', 'merchandise', 'merch', 'buy'],
   ['weapon', 'prop', 'sword'],
   ['rule', 'policy', 'allowed', 'permitted', 'banned', 'forbidden', 'prohibited'],
   ['pet', 'dog', 'animal'],
   ['hotel', 'room block', 'accommodation', 'stay', 'sleep'],
-  ['shuttle', 'bus', 'transport', 'transit', 'train', 'tram', 'metro', 'subway', 'underground', 'public transport'],
+  ['shuttle', 'bus', 'transport', 'transit', 'train', 'tram', 'metro', 'subway', 'underground', 'public transport', 'directions', 'get there', 'getting there'],
   ['volunteer', 'staff', 'helper'],
   ['refund', 'cancel', 'money back'],
   ['water', 'refill', 'fountain'],
@@ -191,8 +191,18 @@ export function termOf(word: string): string | null {
   return stem(word);
 }
 
-/** The search index's tokenizer: folded words (term processing is `termOf`). */
-export const tokenize = (text: string): string[] => words(text);
+/**
+ * The search index's tokenizer: folded words (term processing is
+ * `termOf`), and a hyphenated word also as one ("Wi-Fi" is wi, fi and
+ * wifi; "Sci-Fi", "check-in"), so either spelling in a question finds it.
+ */
+export function tokenize(text: string): string[] {
+  const result = words(text);
+  if (text.includes('-')) {
+    for (const [compound] of fold(text).matchAll(/\p{L}+(?:-\p{L}+)+/gu)) result.push(compound.replace(/-/g, ''));
+  }
+  return result;
+}
 
 /** Synonyms of several words ("board game" → tabletop): the phrase's words, and the stems they also mean. */
 export const PHRASE_SYNONYMS: readonly { words: string[]; stems: string[] }[] = SYNONYM_GROUPS.flatMap((group) =>
