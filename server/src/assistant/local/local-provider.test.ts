@@ -118,6 +118,44 @@ describe('the offline (local) assistant', () => {
     expect(answer.text).toContain('Sat 14 Mar, 19:00–21:00 CDT');
   });
 
+  it('reads a question typed on a phone', async () => {
+    const now = await ask('whats on rn');
+    expect(now.answer.text).toContain('Retro Gaming Tournament');
+    expect(now.answer.text).not.toContain('Friday Night Rave');
+    const tomorrow = await ask('anything tmrw nite?');
+    expect(tomorrow.answer.text).toContain('Costume Contest');
+    expect(tomorrow.answer.text).not.toContain('Filk Circle');
+  });
+
+  it('answers a kind of event on its own, but not a topic it does not have', async () => {
+    expect((await ask('is there a contest?')).answer.text).toContain('Costume Contest');
+    const cooking = await ask('is there a cooking contest?');
+    expect(cooking.answer.text).toContain("I couldn't find anything about “cooking contest”");
+    expect(cooking.answer.sources).toEqual([]);
+  });
+
+  it('quotes the answer of a plain-text FAQ written as questions and answers', async () => {
+    const faq = [
+      'FREQUENTLY ASKED QUESTIONS',
+      '',
+      'Q: Where do I pick up my badge?',
+      'A: At the registration desk in the east lobby, from 8:00.',
+      '',
+      'Q: How much is parking?',
+      'A: $12 a day in the Civic Centre garage.',
+      '',
+      'Is there Wi-Fi?',
+      'Yes: the network is StarfallGuest, no password.',
+    ].join('\n');
+    await assistant.uploadFile({ filename: 'faq.txt', data: Buffer.from(faq) });
+    const badge = await ask('where do i get my badge');
+    expect(badge.answer.text).toContain('east lobby');
+    expect(badge.answer.text).not.toContain('$12');
+    const wifi = await ask('wifi?');
+    expect(wifi.answer.text).toContain('StarfallGuest');
+    expect(wifi.answer.text).not.toContain('east lobby');
+  });
+
   it('says plainly when it finds nothing, and never invents', async () => {
     const { answer } = await ask('Is there a quidditch tournament?');
     expect(answer.text).toContain("I couldn't find anything about “quidditch tournament”");
