@@ -36,7 +36,7 @@ export type RunOutcome =
   | { kind: 'held'; runId: number; eventCount: number; previousCount: number; warning: string }
   | { kind: 'failed'; runId: number; error: string };
 
-/** Rows written per transaction; each batch holds the main thread for a few milliseconds at most. */
+/** Rows written per transaction when the main thread writes them (an in-memory SQLite database). */
 const ROW_BATCH = 250;
 /** Previous events read per query, for the comparison. */
 const PAGE_SIZE = 2000;
@@ -233,7 +233,11 @@ export class CrawlerService {
   ): Promise<RunOutcome> {
     const now = this.#options.clock.now();
     const file = `schedule-${now.toISOString().slice(0, 16).replace(':', '')}Z.md`;
-    if (context.previous) {
+    // The worker reads and writes events with a connection of its own; an in-memory SQLite
+    // database cannot be shared, and the main thread does it a batch at a time.
+    const shared = this.#options.database.sharedAs;
+    if (context.previous && shared) await job.readPrevious(shared, context.previous.id);
+    else if (context.previous) {
       for (let after = 0; ; ) {
         const page = await queries.eventPageOfRun(this.#db, context.previous.id, after, PAGE_SIZE);
         if (page.length === 0) break;
@@ -251,8 +255,8 @@ export class CrawlerService {
       ? `Held: ${parsed.eventCount} events against ${previousCount} in run ${context.previous!.id}. The previous schedule stays live until an operator presses Force.`
       : null;
 
-    // The run is written first, marked as storing, then its events in batches that each hold
-    // the main thread only briefly; a run interrupted half-way keeps that mark as its error.
+    // The run is written first, marked as storing, then its events in batches; a run
+    // interrupted half-way keeps that mark as its error.
     const runId = await queries.insertRun(this.#db, {
       url: this.#options.source,
       hash: parsed.hash,
@@ -272,10 +276,13 @@ export class CrawlerService {
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
     });
-    for (let from = 0; from < parsed.eventCount; from += ROW_BATCH) {
-      const rows = await job.rows(from, ROW_BATCH);
-      await this.#options.database.transaction((trx) => queries.insertEvents(trx, rows.map((row) => ({ ...row, crawler_run_id: runId }))));
-      await yieldToEventLoop();
+    if (shared) await job.store(shared, runId);
+    else {
+      for (let from = 0; from < parsed.eventCount; from += ROW_BATCH) {
+        const rows = await job.rows(from, ROW_BATCH);
+        await this.#options.database.transaction((trx) => queries.insertEvents(trx, rows.map((row) => ({ ...row, crawler_run_id: runId }))));
+        await yieldToEventLoop();
+      }
     }
     await queries.updateRun(this.#db, runId, { error: null, updated_at: this.#options.clock.now().toISOString() });
     // The worker's memory goes back before the assistant indexes the new schedule.

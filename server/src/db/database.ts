@@ -14,6 +14,11 @@ export type Db = Kysely<DB> | Transaction<DB>;
 export interface Database {
   readonly db: Kysely<DB>;
   readonly dialect: Dialect;
+  /**
+   * How another thread opens the same database (`openDatabase(url, { schema })`),
+   * or null when it cannot: an in-memory SQLite database lives in its connection.
+   */
+  readonly sharedAs: { url: string; schema: string | undefined } | null;
   /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query within `timeoutMs`. */
@@ -39,6 +44,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
   return {
     db,
     dialect,
+    sharedAs: url === 'sqlite::memory:' ? null : { url, schema: options.schema },
     transaction: (fn) => db.transaction().execute(fn),
     async ping(timeoutMs = 2000) {
       let timer: NodeJS.Timeout | undefined;

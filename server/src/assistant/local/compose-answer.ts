@@ -1,8 +1,8 @@
 import { instantOf, zonedParts } from '../../time-zone.ts';
 import type { Source } from '../provider.ts';
-import { endOf, inWindow, type Hit, type KnowledgeIndex, type Passage, type ScheduleItem, type WeightedTerm } from './knowledge-index.ts';
+import { endOf, inWindow, titleWordsOf, type Hit, type KnowledgeIndex, type Passage, type ScheduleItem, type WeightedTerm } from './knowledge-index.ts';
 import { readQuestion, type QueryTerm, type QuestionReading } from './read-question.ts';
-import { fold, generalRarity, stem, synonymsOf, words } from './text.ts';
+import { fold, generalRarity, isFormatWord, stem, synonymsOf, words } from './text.ts';
 import type { TimeWindow } from './time-window.ts';
 
 /** Events listed in full before "and N more". */
@@ -157,9 +157,12 @@ function weighted(terms: QueryTerm[]): WeightedTerm[] {
  */
 function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[], terms: QueryTerm[], among: 'events' | 'passages') {
   const { index } = context;
+  // "Is there a cooking demo?": when a question says what about ("cooking"), a match on its words for
+  // the kind of event alone ("demo") answers nothing; a question about a kind alone ("any quizzes?") is answered by it.
+  const topics = terms.filter((term) => !isFormatWord(term.stem));
   // A word the knowledge never uses weighs by how rare it is in everyday English ("phone" little, "quidditch" fully).
   const weights = terms.map((term) =>
-    index.knows(term.stem) || term.also.some((other) => index.knows(other)) ? index.weight(term.stem, among) : maxWeight(index, among) * generalRarity(term.stem),
+    index.knows(term.stem) || term.also.some((other) => index.knows(other)) ? index.weight(term.stem, among, term.also) : maxWeight(index, among) * generalRarity(term.stem),
   );
   const total = weights.reduce((sum, weight) => sum + weight, 0) || 1;
   const questionWords = new Set(context.reading.words);
@@ -168,15 +171,20 @@ function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[]
   const scored = considered.map((hit) => {
     const matched = new Set(hit.terms);
     let covered = 0;
+    let topical = topics.length === 0;
     terms.forEach((term, position) => {
       // A typo-tolerant match counts for less than the word itself (or a longer word it starts).
       const exact = hit.matches.some((found) => found.startsWith(term.stem));
-      if (matched.has(term.stem)) covered += weights[position]! * (exact ? 1 : FUZZY_COVERAGE);
-      else if (term.also.some((synonym) => matched.has(synonym) || matched.has(stem(synonym)))) covered += weights[position]! * SYNONYM_COVERAGE;
+      let share = 0;
+      if (matched.has(term.stem)) share = exact ? 1 : FUZZY_COVERAGE;
+      else if (term.also.some((synonym) => matched.has(synonym) || matched.has(stem(synonym)))) share = SYNONYM_COVERAGE;
+      covered += weights[position]! * share;
+      if (share > 0 && topics.includes(term)) topical = true;
     });
+    if (!topical) return { ...hit, score: 0, coverage: 0 };
     let score = hit.score;
     if (hit.item.kind === 'event') {
-      const title = hit.item.titleWords;
+      const title = titleWordsOf(hit.item);
       if (title.length > 0 && title.every((word) => questionWords.has(word))) score *= 2;
     }
     return { ...hit, score, coverage: covered / total };
@@ -308,7 +316,13 @@ function notFound(context: Context, terms: QueryTerm[], filters: Filters, when?:
 }
 
 function renderEvents(context: Context, events: ScheduleItem[], options: { listing: boolean; until?: boolean }): ComposedAnswer {
-  const ordered = options.listing ? [...events].sort((a, b) => a.start.getTime() - b.start.getTime() || a.title.localeCompare(b.title)) : groupSameTitles(events);
+  // A window's own events (those starting in it) before the ones already running when it opens:
+  // "what's on tonight?" asked in the afternoon is about the evening's programme.
+  const opens = context.reading.time.window?.from.getTime() ?? Number.NEGATIVE_INFINITY;
+  const before = (event: ScheduleItem) => (event.start.getTime() < opens ? 1 : 0);
+  const ordered = options.listing
+    ? [...events].sort((a, b) => before(a) - before(b) || a.start.getTime() - b.start.getTime() || a.title.localeCompare(b.title))
+    : groupSameTitles(events);
   const shown = ordered.slice(0, MAX_LISTED);
   const detailed = shown.length <= DETAILED_UP_TO;
   const lines: string[] = [];

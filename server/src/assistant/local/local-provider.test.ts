@@ -118,6 +118,44 @@ describe('the offline (local) assistant', () => {
     expect(answer.text).toContain('Sat 14 Mar, 19:00–21:00 CDT');
   });
 
+  it('reads a question typed on a phone', async () => {
+    const now = await ask('whats on rn');
+    expect(now.answer.text).toContain('Retro Gaming Tournament');
+    expect(now.answer.text).not.toContain('Friday Night Rave');
+    const tomorrow = await ask('anything tmrw nite?');
+    expect(tomorrow.answer.text).toContain('Costume Contest');
+    expect(tomorrow.answer.text).not.toContain('Filk Circle');
+  });
+
+  it('answers a kind of event on its own, but not a topic it does not have', async () => {
+    expect((await ask('is there a contest?')).answer.text).toContain('Costume Contest');
+    const cooking = await ask('is there a cooking contest?');
+    expect(cooking.answer.text).toContain("I couldn't find anything about “cooking contest”");
+    expect(cooking.answer.sources).toEqual([]);
+  });
+
+  it('quotes the answer of a plain-text FAQ written as questions and answers', async () => {
+    const faq = [
+      'FREQUENTLY ASKED QUESTIONS',
+      '',
+      'Q: Where do I pick up my badge?',
+      'A: At the registration desk in the east lobby, from 8:00.',
+      '',
+      'Q: How much is parking?',
+      'A: $12 a day in the Civic Centre garage.',
+      '',
+      'Is there Wi-Fi?',
+      'Yes: the network is StarfallGuest, no password.',
+    ].join('\n');
+    await assistant.uploadFile({ filename: 'faq.txt', data: Buffer.from(faq) });
+    const badge = await ask('where do i get my badge');
+    expect(badge.answer.text).toContain('east lobby');
+    expect(badge.answer.text).not.toContain('$12');
+    const wifi = await ask('wifi?');
+    expect(wifi.answer.text).toContain('StarfallGuest');
+    expect(wifi.answer.text).not.toContain('east lobby');
+  });
+
   it('says plainly when it finds nothing, and never invents', async () => {
     const { answer } = await ask('Is there a quidditch tournament?');
     expect(answer.text).toContain("I couldn't find anything about “quidditch tournament”");
@@ -146,6 +184,22 @@ describe('the offline (local) assistant', () => {
     const { answer } = await ask('Where is the lost and found?');
     expect(answer.text).toContain('moved to room 101');
     expect(answer.text).not.toContain('registration desk');
+  });
+
+  it('takes a new schedule document as the schedule, keeps the files beside it, and goes back to the older schedule if the new one is deleted', async () => {
+    const moved = SCHEDULE.replace('- Where: Main Stage\n- Track: Cosplay', '- Where: Hall B\n- Track: Cosplay');
+    expect((await ask('Where is the costume contest?')).answer.text).toContain('· Main Stage');
+    // The crawler's way: the new document goes in first, then the old one is deleted.
+    const next = await assistant.uploadFile({ filename: 'schedule-2026-03-13T1800Z.md', data: Buffer.from(moved) });
+    const during = await ask('Where is the costume contest?');
+    // Never both schedules at once: the contest is listed once, in its new room.
+    expect(during.answer.text).toContain('· Hall B');
+    expect(during.answer.text).not.toContain('Main Stage');
+    expect((await ask('Where is the lost and found?')).answer.text).toContain('registration desk in the lobby');
+    await assistant.deleteFile(next.id);
+    const back = await ask('Where is the costume contest?');
+    expect(back.answer.text).toContain('· Main Stage');
+    expect(back.answer.text).not.toContain('· Hall B');
   });
 
   it('refuses binary files', async () => {

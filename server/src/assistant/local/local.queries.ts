@@ -66,8 +66,9 @@ export const listFiles = (db: Db, vectorStoreId: string) =>
     .orderBy('id')
     .execute();
 
+/** The store's files with their inline content (older files), oldest first: the newest schedule document is the schedule. */
 export const filesWithContent = (db: Db, vectorStoreId: string) =>
-  db.selectFrom('local_files').select(['id', 'filename', 'content']).where('vector_store_id', '=', vectorStoreId).orderBy('id').execute();
+  db.selectFrom('local_files').select(['id', 'filename', 'content']).where('vector_store_id', '=', vectorStoreId).orderBy('created_at').orderBy('id').execute();
 
 export const insertFile = (db: Db, file: { id: string; vector_store_id: string; filename: string; bytes: number; content: string; created_at: string }) =>
   db.insertInto('local_files').values(file).execute();

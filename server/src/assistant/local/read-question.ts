@@ -1,6 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import type { KnowledgeIndex } from './knowledge-index.ts';
-import { generalRarity, GENERIC_WORDS, PHRASE_SYNONYMS, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
+import { generalRarity, GENERIC_WORDS, PHRASE_SYNONYMS, spelledOut, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
 import { readTimeWindow, TIME_WORDS, type TimeReading } from './time-window.ts';
 
 /**
@@ -41,7 +41,8 @@ const WEAK_STATUS_WORDS = new Set(['still', 'happening', 'off', 'change', 'move'
 const STATUS_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed', 'still', 'happening', 'off']);
 
 export function readQuestion(question: string, index: KnowledgeIndex, now: Date, timeZone: string): QuestionReading {
-  const tokens = words(question);
+  // "D&D", "Q&A": one word, as it is said.
+  const tokens = spelledOut(words(question.replace(/\b(\p{L})\s*&\s*(\p{L})\b/gu, '$1n$2')));
   const used = new Set<number>();
 
   // A time word inside an event's name ("Board Game Night", "Morning Yoga") is part of the name.
@@ -91,6 +92,15 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
       }
     }
   }
+  // Two words the knowledge writes as one ("star gazing" for stargazing, "photo shoot", "meet up").
+  for (let position = 0; position + 1 < tokens.length; position++) {
+    const [first, second] = [tokens[position]!, tokens[position + 1]!];
+    if (STOP_WORDS.has(first) || STOP_WORDS.has(second) || /\d/.test(first + second)) continue;
+    const joined = stem(first + second);
+    const alike = synonymsOf(joined);
+    if (!index.knows(joined) && alike.length === 0) continue;
+    for (const at of [position, position + 1]) phraseSynonyms.set(at, [...(phraseSynonyms.get(at) ?? []), joined, ...alike]);
+  }
 
   const all: QueryTerm[] = [];
   const passageTerms: QueryTerm[] = [];
@@ -108,7 +118,11 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
 }
 
 function toTerm(word: string, phraseSynonyms: string[] = []): QueryTerm | null {
-  if (STOP_WORDS.has(word) || word.length < 2) return null;
+  if (STOP_WORDS.has(word) || word.length < 2) {
+    // A phrase of filler words that means something ("get there": directions) stands for its meaning.
+    const [meaning, ...alike] = phraseSynonyms;
+    return meaning ? { word: meaning, stem: meaning, also: alike, generic: false } : null;
+  }
   const stemmed = stem(word);
   return {
     word,

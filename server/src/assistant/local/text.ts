@@ -62,8 +62,24 @@ export const GENERIC_WORDS: ReadonlySet<string> = new Set(
   `panel panels talk talks session sessions room rooms track tracks hall stage area event happening go show shows
   start starts starting begin begins beginning open opens end ends finish finishes run runs running held hold take takes place
   host hosts hosting hosted present presents presenting presented lead leads leading run doing do appear appears appearing
-  long last lasts take how info information check place places spot bring use using put carry`.split(/\s+/),
+  long last lasts take how info information check place places spot bring use using put carry
+  make makes making made learn learning try trying watch watching join joining date dates dating`.split(/\s+/),
 );
+
+/**
+ * Words for the kind of an event rather than what it is about ("demo",
+ * "workshop", "screening", "tournament"): a question that also names a
+ * topic is not answered by the kind alone.
+ */
+const FORMAT_STEMS: ReadonlySet<string> = new Set(
+  `panel talk session workshop class lesson masterclass course seminar tutorial demo demonstration screening show showcase
+  meetup meet tournament tourney contest competition championship quiz trivia party concert gig performance lecture
+  presentation discussion exhibition ceremony film movie cinema signing autograph photo photoshoot qna event activity`
+    .split(/\s+/)
+    .map((word) => stem(word)),
+);
+
+export const isFormatWord = (stemmed: string): boolean => FORMAT_STEMS.has(stemmed);
 
 /** Stems that mean the same to an attendee, so "signing" finds "Autographs" and "price" finds "cost". */
 const SYNONYM_GROUPS: string[][] = [
@@ -71,9 +87,9 @@ const SYNONYM_GROUPS: string[][] = [
   ['photo', 'photograph', 'picture', 'photoshoot', 'pic'],
   ['film', 'movie', 'screening', 'cinema'],
   ['talk', 'lecture', 'presentation', 'panel'],
-  ['workshop', 'class', 'tutorial', 'lesson'],
-  ['concert', 'gig', 'live music'],
-  ['party', 'dance', 'rave', 'disco'],
+  ['workshop', 'class', 'tutorial', 'lesson', 'masterclass', 'course', 'seminar'],
+  ['concert', 'gig', 'live music', 'band', 'jam', 'dj'],
+  ['party', 'dance', 'rave', 'disco', 'afterparty', 'club'],
   ['kid', 'child', 'children', 'family', 'youth'],
   ['food', 'eat', 'meal', 'restaurant', 'dining', 'snack', 'lunch', 'dinner', 'breakfast'],
   ['drink', 'bar', 'beverage'],
@@ -83,28 +99,69 @@ const SYNONYM_GROUPS: string[][] = [
   ['open', 'opening', 'hour'],
   ['lost', 'missing', 'lose'],
   ['toilet', 'restroom', 'bathroom', 'washroom', 'loo'],
-  ['wifi', 'wi-fi', 'internet', 'wireless'],
+  ['wifi', 'internet', 'wireless'],
   ['wheelchair', 'accessible', 'accessibility', 'disability', 'disabled', 'mobility'],
-  ['quiet', 'calm', 'sensory'],
+  ['quiet', 'calm', 'sensory', 'overwhelmed', 'overwhelming', 'relax', 'chill'],
   ['tabletop', 'board game', 'boardgame', 'card game', 'rpg', 'roleplaying'],
-  ['first aid', 'medical', 'medic', 'nurse', 'doctor', 'injury'],
+  ['first aid', 'medical', 'medic', 'nurse', 'doctor', 'injury', 'injured', 'hurt', 'sick', 'ill'],
   ['cosplay', 'costume'],
   ['game', 'gaming', 'play'],
-  ['contest', 'competition', 'championship'],
-  ['register', 'registration', 'check-in', 'signup'],
+  ['contest', 'competition', 'championship', 'tournament', 'tourney'],
+  ['register', 'registration', 'checkin', 'signup'],
   ['store', 'shop', 'dealer', 'vendor', 'merchandise', 'merch', 'buy'],
   ['weapon', 'prop', 'sword'],
   ['rule', 'policy', 'allowed', 'permitted', 'banned', 'forbidden', 'prohibited'],
   ['pet', 'dog', 'animal'],
   ['hotel', 'room block', 'accommodation', 'stay', 'sleep'],
-  ['shuttle', 'bus', 'transport', 'transit', 'train'],
+  ['shuttle', 'bus', 'transport', 'transit', 'train', 'tram', 'metro', 'subway', 'underground', 'public transport', 'directions', 'get there', 'getting there'],
   ['volunteer', 'staff', 'helper'],
   ['refund', 'cancel', 'money back'],
   ['water', 'refill', 'fountain'],
   ['charge', 'charging', 'power', 'outlet', 'battery'],
   ['smoking', 'smoke', 'vape', 'vaping'],
   ['cloakroom', 'coat check', 'luggage', 'bag', 'locker'],
+  ['harass', 'harassment', 'unsafe', 'safety', 'threaten', 'creep', 'stalk', 'bully', 'abuse', 'code of conduct'],
+  ['elevator', 'lift', 'escalator'],
+  ['atm', 'cash', 'cashpoint'],
+  ['discount', 'concession', 'reduced', 'cheaper'],
+  ['stroller', 'pram', 'buggy'],
+  ['vegetarian', 'vegan', 'halal', 'kosher', 'gluten', 'allergy', 'dietary'],
+  ['astronomy', 'astronomer', 'stargazing', 'telescope', 'constellation', 'planet', 'star'],
+  ['quiz', 'trivia'],
+  ['dnd', 'dungeon', 'd20'],
+  ['draw', 'drawing', 'sketch', 'sketching', 'illustration'],
+  ['author', 'writer', 'novelist'],
+  ['dub', 'dubbing', 'voice acting'],
+  ['auction', 'bid', 'bidding'],
+  ['comedy', 'comedian', 'standup', 'improv'],
+  ['yoga', 'stretching', 'fitness', 'exercise', 'workout', 'tai chi'],
+  ['comic', 'graphic novel'],
 ];
+
+/**
+ * How people type on a phone, and the words they mean: "whats on rn",
+ * "anything tmrw", "when r the signings", "wher is…". Applied to a
+ * question's folded words before it is read.
+ */
+const SHORTHAND: ReadonlyMap<string, readonly string[]> = new Map(
+  Object.entries({
+    rn: ['right', 'now'],
+    tmrw: ['tomorrow'], tmr: ['tomorrow'], tmrow: ['tomorrow'], tmro: ['tomorrow'], tmw: ['tomorrow'], tomoz: ['tomorrow'],
+    '2moro': ['tomorrow'], '2morrow': ['tomorrow'], tomorow: ['tomorrow'], tommorow: ['tomorrow'], tommorrow: ['tomorrow'], tomorro: ['tomorrow'],
+    tonite: ['tonight'], '2nite': ['tonight'], '2night': ['tonight'], tonght: ['tonight'],
+    tdy: ['today'], '2day': ['today'], tday: ['today'],
+    nite: ['night'], arvo: ['afternoon'], morn: ['morning'], wknd: ['weekend'], wkend: ['weekend'],
+    b4: ['before'], l8r: ['later'], l8: ['late'],
+    r: ['are'], u: ['you'], ur: ['your'], y: ['why'], n: ['and'], pls: [], plz: [], thx: [], thnx: [], ty: [],
+    wat: ['what'], wut: ['what'], wht: ['what'], wher: ['where'], whre: ['where'], wheres: ['where'], whn: ['when'], wen: ['when'], hw: ['how'],
+    mins: ['minutes'], min: ['minutes'], hrs: ['hours'], hr: ['hour'],
+  }),
+);
+
+/** A question's folded words with phone shorthand spelled out ("rn" → "right now"). */
+export function spelledOut(tokens: readonly string[]): string[] {
+  return tokens.flatMap((token) => SHORTHAND.get(token) ?? [token]);
+}
 
 /** The Porter stem of a folded word; numbers and short words stay as they are. */
 export function stem(word: string): string {
@@ -134,8 +191,18 @@ export function termOf(word: string): string | null {
   return stem(word);
 }
 
-/** MiniSearch's tokenizer: folded words (term processing is `termOf`). */
-export const tokenize = (text: string): string[] => words(text);
+/**
+ * The search index's tokenizer: folded words (term processing is
+ * `termOf`), and a hyphenated word also as one ("Wi-Fi" is wi, fi and
+ * wifi; "Sci-Fi", "check-in"), so either spelling in a question finds it.
+ */
+export function tokenize(text: string): string[] {
+  const result = words(text);
+  if (text.includes('-')) {
+    for (const [compound] of fold(text).matchAll(/\p{L}+(?:-\p{L}+)+/gu)) result.push(compound.replace(/-/g, ''));
+  }
+  return result;
+}
 
 /** Synonyms of several words ("board game" → tabletop): the phrase's words, and the stems they also mean. */
 export const PHRASE_SYNONYMS: readonly { words: string[]; stems: string[] }[] = SYNONYM_GROUPS.flatMap((group) =>

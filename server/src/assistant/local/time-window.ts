@@ -41,6 +41,16 @@ const PARTS: Record<string, { from: number; to: number; label: string }> = {
   late: { from: 21, to: 24 + NIGHT_ENDS_HOUR, label: 'late' },
 };
 
+/** Meals a question can be before or after ("after lunch"), by the hours they take. */
+const MEALS: Record<string, { from: number; to: number }> = {
+  breakfast: { from: 7, to: 10 },
+  lunch: { from: 11, to: 14 },
+  lunchtime: { from: 11, to: 14 },
+  dinner: { from: 18, to: 21 },
+  dinnertime: { from: 18, to: 21 },
+  supper: { from: 18, to: 21 },
+};
+
 const WEEKDAY_WORDS: Record<string, number> = {
   sunday: 0, sundays: 0,
   monday: 1, mondays: 1, mon: 1,
@@ -169,7 +179,11 @@ export function readTimeWindow(
 
   // The part of the day.
   let part: (typeof PARTS)[string] | null = null;
-  const partIndex = findWord((word) => word in PARTS || (word.endsWith('s') && word.slice(0, -1) in PARTS && word !== 'lates'));
+  // "Lunch" is a time only after a word that makes it one ("at lunch", "over lunchtime"); "where can I get lunch?" is about food.
+  const mealTime = (index: number) => /^(at|around|during|over|by|till|until|near|this)$/.test(tokens[index - 1] ?? '');
+  const partIndex = findWord(
+    (word, index) => (word in PARTS && (!(word in MEALS) || mealTime(index))) || (word.endsWith('s') && word.slice(0, -1) in PARTS && word !== 'lates' && !(word.slice(0, -1) in MEALS)),
+  );
   if (partIndex !== -1) {
     const word = tokens[partIndex]!;
     part = PARTS[word] ?? PARTS[word.slice(0, -1)]!;
@@ -185,6 +199,14 @@ export function readTimeWindow(
 
   // Clock times: "at 3pm", "after 8pm", "before noon", "between 2 and 4pm", "from 10 to 12".
   let clock: { from: number | null; to: number | null; point: boolean } | null = null;
+  // "After lunch", "before dinner": from the end of the meal, or until its start.
+  const mealIndex = findWord((word, index) => word in MEALS && (tokens[index - 1] === 'after' || tokens[index - 1] === 'before'));
+  if (mealIndex !== -1) {
+    const meal = MEALS[tokens[mealIndex]!]!;
+    clock = tokens[mealIndex - 1] === 'after' ? { from: meal.to, to: null, point: false } : { from: null, to: meal.from, point: false };
+    used.add(mealIndex - 1).add(mealIndex);
+    if (partIndex === mealIndex) part = null;
+  }
   for (let index = 0; index < tokens.length && !clock; index++) {
     const word = tokens[index]!;
     const relation = word === 'after' || word === 'from' || word === 'since' ? 'after' : word === 'before' || word === 'until' || word === 'till' || word === 'by' ? 'before' : word === 'at' || word === 'around' ? 'at' : word === 'between' ? 'between' : null;

@@ -37,12 +37,15 @@ export function diffSchedules(previous: ScheduleEvent[], next: ScheduleEvent[]):
   const titleCount = (events: ScheduleEvent[]) => events.reduce((counts, event) => counts.set(event.title, (counts.get(event.title) ?? 0) + 1), new Map<string, number>());
   const oldTitles = titleCount(previous);
   const newTitles = titleCount(next);
-  for (const event of [...unmatchedAfter]) {
-    const match = unmatchedBefore.find((old) => old.title === event.title);
+  // Looked up by title (a feed whose ids all changed must not cost unmatched × unmatched comparisons).
+  const unmatchedByTitle = new Map<string, ScheduleEvent>();
+  for (const old of unmatchedBefore) if (!unmatchedByTitle.has(old.title)) unmatchedByTitle.set(old.title, old);
+  const paired = new Set<ScheduleEvent>();
+  for (const event of unmatchedAfter) {
+    const match = unmatchedByTitle.get(event.title);
     if (match && oldTitles.get(event.title) === 1 && newTitles.get(event.title) === 1) {
       pairs.push([match, event]);
-      unmatchedBefore.splice(unmatchedBefore.indexOf(match), 1);
-      unmatchedAfter.splice(unmatchedAfter.indexOf(event), 1);
+      paired.add(match).add(event);
     }
   }
 
@@ -53,7 +56,7 @@ export function diffSchedules(previous: ScheduleEvent[], next: ScheduleEvent[]):
     if (old.start.getTime() !== now.start.getTime() || (old.end?.getTime() ?? null) !== (now.end?.getTime() ?? null)) changes.push({ kind: 'moved_time', ...base });
     if (!sameRoom(old.location, now.location)) changes.push({ kind: 'moved_room', ...base });
   }
-  for (const event of unmatchedAfter) changes.push({ kind: 'added', uid: event.uid, title: event.title, after: placement(event) });
-  for (const event of unmatchedBefore) changes.push({ kind: 'removed', uid: event.uid, title: event.title, before: placement(event) });
+  for (const event of unmatchedAfter) if (!paired.has(event)) changes.push({ kind: 'added', uid: event.uid, title: event.title, after: placement(event) });
+  for (const event of unmatchedBefore) if (!paired.has(event)) changes.push({ kind: 'removed', uid: event.uid, title: event.title, before: placement(event) });
   return changes.sort((a, b) => ORDER.indexOf(a.kind) - ORDER.indexOf(b.kind) || a.title.localeCompare(b.title));
 }

@@ -191,6 +191,7 @@ function toEvent(event: FrabEvent, day: { date: string; dayStartHour: number; ro
     status: cancelled || /\bcancel/.test(state) ? 'cancelled' : 'confirmed',
     url: textOf(event.url),
     language: textOf(event.language),
+    type: textOf(event.type),
   };
 }
 

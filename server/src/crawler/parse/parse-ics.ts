@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import ical, { type CalendarResponse, type VEvent } from 'node-ical';
 import { instantOf, zonedParts } from '../../time-zone.ts';
 import { byStartThenTitle, ScheduleParseError, type ParsedSchedule, type ScheduleEvent } from './schedule-event.ts';
-import { cleanTitle, htmlToText, speakersFromDescription, splitNames, uniqueNames } from './text.ts';
+import { cleanTitle, htmlToText, ownCopy, speakersFromDescription, splitNames, uniqueNames } from './text.ts';
 
 export interface IcsOptions {
   /** The convention's zone: floating times and all-day dates are read in it. */
@@ -17,65 +17,233 @@ const MAX_INSTANCES = 500;
 const DAY = 86_400_000;
 
 /**
+ * VEVENTs handed to node-ical at a time: its objects for a whole
+ * 50,000-event feed take hundreds of MB, and a small piece's objects are
+ * gone before the young generation is collected (at 250 a piece the
+ * worker's heap peaked near 175 MB, at 25 near 95 MB, in the same time).
+ */
+const EVENTS_PER_PIECE = 25;
+
+/** An event read from the feed, before its times are placed in the calendar's zone. */
+type Timing = Pick<VEvent, 'uid' | 'start' | 'end'> & { duration?: unknown };
+
+interface PendingEvent {
+  vevent: Timing;
+  floating: boolean;
+  fields: Omit<ScheduleEvent, 'uid' | 'start' | 'end' | 'allDay'>;
+}
+
+/**
  * Reads an iCalendar export (Sched, Guidebook, Google Calendar…) into
  * schedule events: TZID, UTC and floating times, all-day dates, DURATION,
  * recurring events with EXDATE and RECURRENCE-ID overrides, cancellations,
- * speakers, tracks and HTML descriptions.
+ * speakers, tracks and HTML descriptions. A big feed is read a few hundred
+ * events at a time (each piece carries the calendar's own properties and
+ * time zones, and an event's overrides stay with it), so node-ical never
+ * holds the whole calendar at once.
  */
-export function parseIcs(text: string, options: IcsOptions): ParsedSchedule {
-  if (!/BEGIN:VCALENDAR/i.test(text)) throw new ScheduleParseError('Not an iCalendar file: no BEGIN:VCALENDAR');
-  let data: CalendarResponse;
-  try {
-    data = ical.sync.parseICS(text);
-  } catch (error) {
-    throw new ScheduleParseError(`Not a readable iCalendar file: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  const components = Object.values(data);
-  const vevents = components.filter((component): component is VEvent => component?.type === 'VEVENT' && Boolean((component as VEvent).start));
-  if (vevents.length === 0) throw new ScheduleParseError('Not a schedule: the iCalendar file has no events (VEVENT)');
-
-  const calendar = components.find((component) => component?.type === 'VCALENDAR') as Record<string, unknown> | undefined;
-  const declaredZone = typeof calendar?.['WR-TIMEZONE'] === 'string' ? (calendar['WR-TIMEZONE'] as string) : null;
-  const floating = floatingEventIds(text);
+export function parseIcs(content: string | Uint8Array, options: IcsOptions): ParsedSchedule {
+  const feed = typeof content === 'string' ? textFeed(content) : bytesFeed(Buffer.from(content.buffer, content.byteOffset, content.byteLength));
+  const beginning = typeof content === 'string' ? content : feed.slice(0, Math.min(content.byteLength, 64 * 1024));
+  if (!/BEGIN:VCALENDAR/i.test(beginning)) throw new ScheduleParseError('Not an iCalendar file: no BEGIN:VCALENDAR');
   const isUtc = (zone: string) => /^(Etc\/)?(UTC|GMT|Z)$/i.test(zone);
-  const zones = new Set(
-    vevents
-      .filter((event) => !floating.has(event.uid))
-      .map((event) => event.start as DateValue)
-      .filter((start) => !start.dateOnly)
-      .map((start) => start.tz)
-      .filter((zone): zone is string => Boolean(zone) && !isUtc(zone!)),
-  );
+  let calendar: Record<string, unknown> | undefined;
+  const zones = new Set<string>();
+  let firstStart = Number.POSITIVE_INFINITY;
+  let count = 0;
+  const events: ScheduleEvent[] = [];
+  /** Events whose times are read in the calendar's zone, which is known only at the end when the feed does not declare it. */
+  const pending: PendingEvent[] = [];
+  const recurring: { vevent: VEvent; floating: boolean }[] = [];
+  // Rooms, tracks and names repeat across thousands of events: one string each.
+  const strings = new Map<string, string>();
+  const shared = (value: string | null) => {
+    if (value === null) return null;
+    let copy = strings.get(value);
+    if (copy === undefined) strings.set(value, (copy = ownCopy(value)));
+    return copy;
+  };
+  const place = ({ vevent, floating, fields }: PendingEvent, zone: string) =>
+    toEvent(fields, vevent, readDate(vevent.start as DateValue, zone, floating), endOf(vevent, vevent.start as DateValue, vevent.end as DateValue | undefined, zone, floating), vevent.uid);
+
+  for (const piece of calendarPieces(feed)) {
+    let data: CalendarResponse;
+    try {
+      data = ical.sync.parseICS(piece);
+    } catch (error) {
+      throw new ScheduleParseError(`Not a readable iCalendar file: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const floating = floatingEventIds(piece);
+    for (const component of Object.values(data)) {
+      if (component?.type === 'VCALENDAR') calendar ??= component as unknown as Record<string, unknown>;
+      if (component?.type !== 'VEVENT' || !(component as VEvent).start) continue;
+      const vevent = component as VEvent;
+      count++;
+      const start = vevent.start as DateValue;
+      const isFloating = floating.has(vevent.uid);
+      firstStart = Math.min(firstStart, start.getTime());
+      if (!isFloating && !start.dateOnly && start.tz && !isUtc(start.tz)) zones.add(start.tz);
+      if (vevent.recurrenceid) continue; // overrides come with their base event's instances
+      if (vevent.rrule) {
+        recurring.push({ vevent, floating: isFloating });
+        continue;
+      }
+      const read: PendingEvent = { vevent: lightEvent(vevent), floating: isFloating, fields: eventFields(vevent, shared) };
+      // Placed at once when its times are exact or the feed declares its zone; only the rest waits.
+      const zone = declaredZoneOf(calendar);
+      if (zone || (exact(start, isFloating) && (!vevent.end || exact(vevent.end as DateValue, isFloating)))) events.push(place(read, zone ?? options.timeZone));
+      else pending.push(read);
+    }
+  }
+  if (count === 0) throw new ScheduleParseError('Not a schedule: the iCalendar file has no events (VEVENT)');
+
+  const declaredZone = declaredZoneOf(calendar);
   const timeZone = declaredZone ?? (zones.size === 1 ? [...zones][0]! : null);
   const readZone = timeZone ?? options.timeZone;
-
-  const firstStart = Math.min(...vevents.map((event) => event.start.getTime()));
   const from = options.rangeStart ?? new Date(firstStart - 30 * DAY);
   const to = options.rangeEnd ?? new Date(firstStart + 400 * DAY);
 
-  const events: ScheduleEvent[] = [];
-  for (const vevent of vevents) {
-    if (vevent.recurrenceid) continue; // overrides come with their base event's instances
-    if (vevent.rrule) {
-      const instances = ical.expandRecurringEvent(vevent, { from, to }).slice(0, MAX_INSTANCES);
-      for (const instance of instances) {
-        const source = instance.event;
-        const start = readDate(instance.start as DateValue, readZone, floating.has(vevent.uid));
-        // An override keeps the id of the occurrence it replaces, so a moved instance reads as moved.
-        const occurrence = source.recurrenceid ? readDate(source.recurrenceid as DateValue, readZone) : start;
-        events.push(
-          toEvent(source, start, endOf(source, instance.start as DateValue, instance.end as DateValue, readZone, floating.has(vevent.uid)), `${vevent.uid}#${occurrence.toISOString()}`),
-        );
-      }
-      continue;
+  for (let i = 0; i < pending.length; i++) {
+    events.push(place(pending[i]!, readZone));
+    pending[i] = undefined!; // each placed event lets its pending one go
+  }
+  pending.length = 0;
+  for (const { vevent, floating } of recurring) {
+    const instances = ical.expandRecurringEvent(vevent, { from, to }).slice(0, MAX_INSTANCES);
+    for (const instance of instances) {
+      const source = instance.event;
+      const start = readDate(instance.start as DateValue, readZone, floating);
+      // An override keeps the id of the occurrence it replaces, so a moved instance reads as moved.
+      const occurrence = source.recurrenceid ? readDate(source.recurrenceid as DateValue, readZone) : start;
+      const end = endOf(source, instance.start as DateValue, instance.end as DateValue, readZone, floating);
+      events.push(toEvent(eventFields(source), source, start, end, `${vevent.uid}#${occurrence.toISOString()}`));
     }
-    const isFloating = floating.has(vevent.uid);
-    const start = readDate(vevent.start as DateValue, readZone, isFloating);
-    events.push(toEvent(vevent, start, endOf(vevent, vevent.start as DateValue, vevent.end as DateValue | undefined, readZone, isFloating), vevent.uid));
   }
   events.sort(byStartThenTitle);
   const calendarName = typeof calendar?.['WR-CALNAME'] === 'string' ? (calendar['WR-CALNAME'] as string) : null;
   return { events, calendarName, timeZone, format: 'ics' };
+}
+
+const declaredZoneOf = (calendar: Record<string, unknown> | undefined) => (typeof calendar?.['WR-TIMEZONE'] === 'string' ? (calendar['WR-TIMEZONE'] as string) : null);
+
+/** A time that is an instant whatever the calendar's zone (zoned or UTC, not floating, not a date). */
+const exact = (value: DateValue, floating: boolean) => !floating && !value.dateOnly && Boolean(value.tz);
+
+/** What placing an event's times needs of node-ical's object (the rest is let go). */
+const lightEvent = (vevent: VEvent): Timing => ({ uid: ownCopy(vevent.uid), start: vevent.start, end: vevent.end, duration: vevent.duration });
+
+/** A feed as text or as its UTF-8 bytes, cut at component boundaries without ever being one string. */
+interface Feed {
+  slice(from: number, to: number): string;
+  whole(): string;
+  crlf: boolean;
+  /** The BEGIN:/END: lines: their component, where the line starts and where the next one starts. */
+  boundaries(): Generator<{ begin: boolean; name: string; at: number; after: number }>;
+}
+
+const BOUNDARY = /^(BEGIN|END):([A-Za-z0-9-]+)[ \t]*\r?$/;
+
+function textFeed(text: string): Feed {
+  return {
+    slice: (from, to) => text.slice(from, to),
+    whole: () => text,
+    crlf: text.includes('\r\n'),
+    *boundaries() {
+      const boundary = new RegExp(BOUNDARY.source, 'gm');
+      for (let match = boundary.exec(text); match; match = boundary.exec(text)) {
+        const lineEnd = text.indexOf('\n', match.index);
+        yield { begin: match[1] === 'BEGIN', name: match[2]!.toUpperCase(), at: match.index, after: lineEnd === -1 ? text.length : lineEnd + 1 };
+      }
+    },
+  };
+}
+
+function bytesFeed(bytes: Buffer): Feed {
+  return {
+    slice: (from, to) => bytes.toString('utf8', from, to),
+    whole: () => bytes.toString('utf8'),
+    crlf: bytes.includes('\r\n'),
+    *boundaries() {
+      for (let at = 0; at < bytes.length; ) {
+        const newline = bytes.indexOf(10, at);
+        const end = newline === -1 ? bytes.length : newline;
+        const after = newline === -1 ? bytes.length : newline + 1;
+        // Only a short line starting with B or E can be one ("BEGIN:VEVENT", "END:VCALENDAR").
+        if ((bytes[at] === 0x42 || bytes[at] === 0x45) && end - at <= 64) {
+          const match = BOUNDARY.exec(bytes.toString('latin1', at, end));
+          if (match) yield { begin: match[1] === 'BEGIN', name: match[2]!.toUpperCase(), at, after };
+        }
+        at = after;
+      }
+    },
+  };
+}
+
+/**
+ * The calendar cut into pieces of a few hundred VEVENTs, each a calendar of
+ * its own with the feed's calendar properties and VTIMEZONEs, the VEVENTs
+ * of one UID (an event and its RECURRENCE-ID overrides) always together.
+ * A feed whose components cannot be told apart is one piece.
+ */
+function* calendarPieces(feed: Feed): Generator<string> {
+  const header: string[] = [];
+  const events: { from: number; to: number; key: string }[] = [];
+  let depth = 0;
+  let calendarAt = -1;
+  let componentAt = -1;
+  let componentName = '';
+  let outsideFrom = -1;
+  let calendars = 0;
+  for (const { begin, name, at, after } of feed.boundaries()) {
+    if (depth === 0) {
+      if (!begin || name !== 'VCALENDAR' || ++calendars > 1) return yield feed.whole();
+      depth = 1;
+      calendarAt = at;
+      outsideFrom = after;
+    } else if (depth === 1) {
+      if (!begin) {
+        if (name !== 'VCALENDAR') return yield feed.whole();
+        header.push(feed.slice(outsideFrom, at));
+        depth = 0;
+        continue;
+      }
+      header.push(feed.slice(outsideFrom, at));
+      depth = 2;
+      componentAt = at;
+      componentName = name;
+    } else if (begin) {
+      depth++;
+    } else if (--depth === 1) {
+      if (name !== componentName) return yield feed.whole();
+      if (componentName === 'VEVENT') {
+        const uid = /^UID[;:][^\r\n]*(?:\r?\n[ \t][^\r\n]*)*/im.exec(feed.slice(componentAt, after))?.[0];
+        events.push({ from: componentAt, to: after, key: uid ? uid.replace(/\r?\n[ \t]/g, '') : `#${events.length}` });
+      } else if (componentName === 'VTIMEZONE') {
+        header.push(feed.slice(componentAt, after));
+      }
+      outsideFrom = after;
+    }
+  }
+  if (calendarAt === -1 || depth !== 0) return yield feed.whole();
+  const lineBreak = feed.crlf ? '\r\n' : '\n';
+  const head = `BEGIN:VCALENDAR${lineBreak}${header.join('')}`;
+  const tail = `END:VCALENDAR${lineBreak}`;
+  // An event's overrides join it in its piece.
+  const byKey = new Map<string, { from: number; to: number }[]>();
+  for (const event of events) {
+    const group = byKey.get(event.key);
+    if (group) group.push(event);
+    else byKey.set(event.key, [event]);
+  }
+  let piece: string[] = [];
+  for (const group of byKey.values()) {
+    for (const event of group) piece.push(feed.slice(event.from, event.to));
+    if (piece.length >= EVENTS_PER_PIECE) {
+      yield `${head}${piece.join('')}${tail}`;
+      piece = [];
+    }
+  }
+  if (piece.length > 0 || events.length === 0) yield `${head}${piece.join('')}${tail}`;
 }
 
 /**
@@ -116,7 +284,7 @@ function floatingEventIds(text: string): Set<string> {
   return ids;
 }
 
-function endOf(event: VEvent, start: DateValue, end: DateValue | undefined, zone: string, floating = false): Date | null {
+function endOf(event: Pick<VEvent, 'uid'> & { duration?: unknown }, start: DateValue, end: DateValue | undefined, zone: string, floating = false): Date | null {
   if (start.dateOnly) {
     const startInstant = readDate(start, zone);
     const endInstant = end ? readDate(end, zone) : null;
@@ -130,7 +298,8 @@ function endOf(event: VEvent, start: DateValue, end: DateValue | undefined, zone
   return endInstant;
 }
 
-function toEvent(event: VEvent, start: Date, end: Date | null, uid: string | undefined): ScheduleEvent {
+/** An event's title, place, people and words: everything but its times. */
+function eventFields(event: VEvent, shared: (text: string | null) => string | null = ownCopy): PendingEvent['fields'] {
   const rawTitle = text(event.summary) ?? 'Untitled event';
   const { title, cancelled: titleSaysCancelled } = cleanTitle(rawTitle);
   const rawDescription = text(event.description);
@@ -151,18 +320,31 @@ function toEvent(event: VEvent, start: Date, end: Date | null, uid: string | und
   }
   const categories = [(event as { categories?: unknown }).categories ?? []].flat().filter((value): value is string => typeof value === 'string');
   const status = String(event.status ?? '').toUpperCase();
+  // Copies, so the piece of the feed they were read from is let go; rooms, tracks and names shared.
   return {
-    uid: uid || stableId(title, start),
-    title,
+    title: ownCopy(title),
+    location: shared(text(event.location)),
+    track: shared(categories[0]?.trim() || null),
+    speakers: uniqueNames(speakers).map((name) => shared(name)!),
+    description: ownCopy(description),
+    status: status === 'CANCELLED' || titleSaysCancelled ? 'cancelled' : status === 'TENTATIVE' ? 'tentative' : 'confirmed',
+    url: ownCopy(text((event as { url?: unknown }).url)),
+  };
+}
+
+function toEvent(fields: PendingEvent['fields'], event: Pick<VEvent, 'start'>, start: Date, end: Date | null, uid: string | undefined): ScheduleEvent {
+  return {
+    uid: uid || stableId(fields.title, start),
+    title: fields.title,
     start,
     end,
     allDay: Boolean((event.start as DateValue).dateOnly),
-    location: text(event.location),
-    track: categories[0]?.trim() || null,
-    speakers: uniqueNames(speakers),
-    description,
-    status: status === 'CANCELLED' || titleSaysCancelled ? 'cancelled' : status === 'TENTATIVE' ? 'tentative' : 'confirmed',
-    url: text((event as { url?: unknown }).url),
+    location: fields.location,
+    track: fields.track,
+    speakers: fields.speakers,
+    description: fields.description,
+    status: fields.status,
+    url: fields.url,
   };
 }
 

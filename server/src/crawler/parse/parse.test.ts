@@ -129,6 +129,29 @@ describe('iCalendar parsing', () => {
     expect(byTitle('Drawing Jam')).toMatchObject({ status: 'cancelled' });
   });
 
+  it('reads a big feed a piece at a time, from its bytes as from its text, an override far from its event included', () => {
+    // 300 events, then the time zone and an override of the first recurring event at the very end.
+    const lines = GOOGLE_STYLE.trimEnd().split('\r\n');
+    const timezone = lines.slice(lines.indexOf('BEGIN:VTIMEZONE'), lines.indexOf('END:VTIMEZONE') + 1);
+    const events = lines.slice(lines.indexOf('END:VTIMEZONE') + 1, -1);
+    const from = events.indexOf('RECURRENCE-ID;TZID=Europe/Berlin:20260329T080000') - 2;
+    const to = events.indexOf('LOCATION:Park Gate') + 2;
+    const override = events.slice(from, to);
+    const others = [...events.slice(0, from), ...events.slice(to)];
+    const filler = Array.from({ length: 300 }, (_, i) => [
+      'BEGIN:VEVENT',
+      `UID:filler-${i}@nordlicht`,
+      `DTSTART;TZID=Europe/Berlin:202603${28 + (i % 2)}T${String(9 + (i % 10)).padStart(2, '0')}0000`,
+      `SUMMARY:Filler ${i}`,
+      'END:VEVENT',
+    ]).flat();
+    const big = crlf([...lines.slice(0, lines.indexOf('BEGIN:VTIMEZONE')), ...others, ...filler, ...timezone, ...override, 'END:VCALENDAR']);
+    const fromText = parseIcs(big, { timeZone: 'UTC' });
+    expect(parseIcs(Buffer.from(big), { timeZone: 'UTC' })).toEqual(fromText);
+    expect(fromText.events).toHaveLength(schedule.events.length + 300);
+    expect(fromText.events.filter((event) => !event.title.startsWith('Filler'))).toEqual(schedule.events);
+  });
+
   it('refuses garbage with a clear reason', () => {
     expect(() => parseIcs('<html>Not here</html>', { timeZone: 'UTC' })).toThrow(ScheduleParseError);
     expect(() => parseIcs('BEGIN:VCALENDAR\r\nVERSION:2.0\r\nEND:VCALENDAR\r\n', { timeZone: 'UTC' })).toThrow('no events');

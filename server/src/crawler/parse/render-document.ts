@@ -12,10 +12,25 @@ const fmt = (timeZone: string, options: Intl.DateTimeFormatOptions) => new Intl.
  * in the convention's zone, recent changes first. Hidden markers carry exact
  * times for the offline assistant (assistant/knowledge-format.ts).
  */
-export function renderScheduleDocument(
-  schedule: ParsedSchedule,
-  options: { timeZone: string; title: string; generatedAt: Date; changes?: ScheduleChange[] },
-): string {
+export function renderScheduleDocument(schedule: ParsedSchedule, options: RenderOptions): string {
+  return [...renderScheduleDocumentPieces(schedule, options)].join('');
+}
+
+interface RenderOptions {
+  timeZone: string;
+  title: string;
+  generatedAt: Date;
+  changes?: ScheduleChange[];
+}
+
+/** Events rendered per piece. */
+const EVENTS_PER_PIECE = 500;
+
+/**
+ * The same document in pieces of a few hundred events, so a 50,000-event
+ * schedule is never one string (nor half a million lines) at once.
+ */
+export function* renderScheduleDocumentPieces(schedule: ParsedSchedule, options: RenderOptions): Generator<string> {
   const { timeZone } = options;
   const time = fmt(timeZone, { hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
   const dayTitle = fmt(timeZone, { weekday: 'long', day: 'numeric', month: 'long', year: 'numeric' });
@@ -31,7 +46,11 @@ export function renderScheduleDocument(
   const changes = options.changes ?? [];
   if (changes.length > 0) {
     lines.push('## Recent changes', '');
-    for (const change of changes) {
+    for (const [position, change] of changes.entries()) {
+      if (position > 0 && position % EVENTS_PER_PIECE === 0) {
+        yield `${lines.join('\n')}\n`;
+        lines.length = 0;
+      }
       lines.push(`- ${describeChange(change, shortWhen)} ${changeMarker({ kind: change.kind, uid: change.uid, wasStart: change.before?.start, wasRoom: change.before?.location })}`);
     }
     lines.push('');
@@ -40,16 +59,25 @@ export function renderScheduleDocument(
   const byDay = new Map<string, ScheduleEvent[]>();
   for (const event of schedule.events) {
     const day = localDay(event.start, timeZone);
-    byDay.set(day, [...(byDay.get(day) ?? []), event]);
+    const events = byDay.get(day);
+    if (events) events.push(event);
+    else byDay.set(day, [event]);
   }
+  let inPiece = 0;
   for (const events of byDay.values()) {
     lines.push(`## ${dayTitle.format(events[0]!.start)}`, '');
     for (const event of events) {
+      if (++inPiece > EVENTS_PER_PIECE) {
+        yield `${lines.join('\n')}\n`;
+        lines.length = 0;
+        inPiece = 1;
+      }
       const span = event.allDay ? 'All day' : `${time.format(event.start)}${event.end ? `–${time.format(event.end)}` : ''}`;
       lines.push(`### ${span} · ${event.title}${event.status === 'cancelled' ? ' (CANCELLED)' : ''}`);
       lines.push(eventMarker(event.start, event.end, { uid: event.uid, status: event.status }));
       if (event.location) lines.push(`- Where: ${event.location}`);
       if (event.track) lines.push(`- Track: ${event.track}`);
+      if (event.type) lines.push(`- Type: ${event.type}`);
       if (event.speakers.length) lines.push(`- Speakers: ${event.speakers.join(', ')}`);
       if (event.language) lines.push(`- Language: ${event.language}`);
       if (event.status === 'cancelled') lines.push('- Status: Cancelled');
@@ -57,7 +85,7 @@ export function renderScheduleDocument(
       lines.push('');
     }
   }
-  return `${lines.join('\n').trimEnd()}\n`;
+  yield `${lines.join('\n').trimEnd()}\n`;
 }
 
 function describeChange(change: ScheduleChange, when: Intl.DateTimeFormat): string {

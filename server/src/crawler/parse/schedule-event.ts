@@ -20,6 +20,8 @@ export interface ScheduleEvent {
   url: string | null;
   /** The language it is held in, when the feed says (frab/pretalx: "en", "de"). */
   language?: string | null;
+  /** The kind of session, when the feed says (frab/pretalx: "Talk", "Workshop", "Screening"). */
+  type?: string | null;
 }
 
 export interface ParsedSchedule {

@@ -45,3 +45,10 @@ export function speakersFromDescription(description: string): { speakers: string
   lines.splice(index, 1);
   return { speakers: names, rest: lines.join('\n').trim() };
 }
+
+/**
+ * The same text in a string of its own. V8 keeps a part of a longer string
+ * as a slice of it, so one event's title would keep a whole piece of the
+ * feed in memory; a fresh copy lets the feed go.
+ */
+export const ownCopy = <T extends string | null | undefined>(value: T): T => (typeof value === 'string' ? (` ${value}`.slice(1) as T) : value);
