@@ -27,6 +27,9 @@ import { rememberedSetting } from './db/app-settings.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events.ts';
+import { StatusCounters } from './admin/status-counters.ts';
+import { Leadership } from './cluster/leadership.ts';
+import { PgNotifyTransport } from './cluster/pg-notify.ts';
 import { Housekeeping } from './housekeeping/housekeeping.ts';
 import type { HealthSources } from './health/health.routes.ts';
 import { Loggers } from './logging.ts';
@@ -43,6 +46,10 @@ export interface Deps {
   config: ConfigService;
   auth: AuthService;
   events: EventBus;
+  /** Which process runs the singleton background work (with several processes on PostgreSQL); started by startServer. */
+  leadership: Leadership;
+  /** The Status screen's running totals, shared by every process. */
+  counters: StatusCounters;
   assistant: AssistantService;
   /** Turns questions from every front into answers. */
   pipeline: AskPipeline;
@@ -99,20 +106,28 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
   const database = await openDatabase(env.DATABASE_URL, { logger: loggers.get('db'), schema: options.databaseSchema });
   try {
     await migrateToLatest(database, loggers.get('db'));
+    // With PostgreSQL, events of CLUSTER_EVENTS reach every process (LISTEN/NOTIFY); startServer starts hearing them.
+    const events = new EventBus({
+      transport: database.dialect === 'postgres' ? new PgNotifyTransport({ database, clock, logger: loggers.get('app') }) : undefined,
+      logger: loggers.get('app'),
+    });
     const config = new ConfigService({
       database,
       clock,
       defaults: defaultConfig(env.PRODUCT_NAME),
       logger: loggers.get('app'),
       turnstileConfigured: turnstileConfigured(env),
+      events,
     });
     loggers.apply(await config.start());
     config.onChange(({ config: next }) => loggers.apply(next));
+    config.listenForChanges();
+    const counters = new StatusCounters({ database, logger: loggers.get('app') });
+    const leadership = new Leadership({ database, clock, logger: loggers.get('app') });
 
     const auth = new AuthService({ database, clock, logger: loggers.get('api') });
     const sessionSecret = env.SESSION_SECRET ?? (await loadOrCreateSessionSecret(database, clock));
 
-    const events = new EventBus();
     const assistant = new AssistantService({
       provider: createProvider(env, database, clock),
       database,
@@ -163,7 +178,9 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       formatTime: (iso) => formatPeopleTime(iso, crawler.timeZone()),
     });
     const askWorker = new AskWorker({ database, clock, config, logger: loggers.get('assistant'), pipeline, users });
-    askCommands.onQueued = () => askWorker.poke();
+    // The worker runs on the leader, which may be another process: it hears of the command at once.
+    askCommands.onQueued = () => events.publish('ask_command_queued', {});
+    events.subscribe('ask_command_queued', () => askWorker.poke());
     leases.register(askWorker);
     const crawler = new CrawlerService({
       database,
@@ -175,6 +192,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       timeZone: env.CONVENTION_TIMEZONE,
       productName: env.PRODUCT_NAME,
       events,
+      counters,
       fetch: options.fetch,
     });
     await crawler.load();
@@ -184,7 +202,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       usesOpenAI(env) && !turnstileConfigured(env)
         ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
         : [];
-    const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings }, events);
+    const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings, counters }, events);
     const health: HealthSources = { queueSize: () => askCommands.queued(), discordGatewayConnected: () => false };
     const metrics = new Metrics({
       events,
@@ -211,6 +229,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       config,
       auth,
       events,
+      leadership,
+      counters,
       assistant,
       pipeline,
       budget,
@@ -232,6 +252,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       sessionSecret,
       version: APP_VERSION,
       async close() {
+        // The leader's work stops first, and the lock goes with it: another process takes over while this one finishes.
+        await leadership.stop();
         await askWorker.stop();
         await leases.stop();
         await fallback?.close();
@@ -240,6 +262,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         metrics.close();
         await knowledge.settled();
         await assistant.provider.close?.();
+        await events.stop();
+        await counters.close();
         await database.close();
       },
     };

@@ -1,4 +1,5 @@
-import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { Db } from './db/database.ts';
 
 /**
  * One answered (or failed) question, from any front, as the Watch feed and
@@ -51,38 +52,138 @@ export interface BudgetExhaustedEvent {
   action: 'offline' | 'pause';
 }
 
+/** The runtime configuration row changed (in another process: read it again). */
+export interface ConfigChangedEvent {
+  hash: string;
+}
+
 interface Events {
   answer: [AnswerEvent];
   budget_exhausted: [BudgetExhaustedEvent];
   /** One call to the assistant provider, by SPEC step (create_thread, create_message, …). */
   provider_call: [step: string, timing: ProviderCallTiming];
   crawler_run: [CrawlerRunEvent];
+  config_changed: [ConfigChangedEvent];
+  /** An ask command joined the queue: the leader's worker looks at once. */
+  ask_command_queued: [Record<string, never>];
+}
+
+export type EventName = keyof Events;
+
+/**
+ * Events every process hears (with several processes on PostgreSQL): an
+ * answer reaches the Watch feed of every process, a spent budget the
+ * leader's Discord bot, a queued command the leader's worker, a changed
+ * configuration every process. Their payload is one JSON value. The others
+ * (provider calls, crawler runs) feed this process's own metrics only.
+ */
+export const CLUSTER_EVENTS: ReadonlySet<EventName> = new Set<EventName>(['answer', 'budget_exhausted', 'config_changed', 'ask_command_queued']);
+
+/** One event as it travels between processes. */
+export interface TransportMessage {
+  event: string;
+  payload: unknown;
+}
+
+/** Carries events to and from the other processes (PostgreSQL's LISTEN/NOTIFY: cluster/pg-notify.ts). */
+export interface EventTransport {
+  /** Sends an event to every other process; inside `db` (an open transaction) when given, so it goes only if that commits. */
+  send(message: TransportMessage, db?: Db): Promise<void>;
+  /**
+   * Starts hearing the other processes' events; `resync` is called after
+   * the connection was lost and found again (events may have been missed).
+   * Resolves once listening, or after a first failed try (it keeps trying).
+   */
+  start(handlers: { message(message: TransportMessage): void; resync(): void }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface Subscription {
+  listener: (...payload: unknown[]) => void;
+  /** Only events published by this process. */
+  thisProcess: boolean;
 }
 
 /**
- * The in-process event bus: services publish what happened, other parts
- * (the Watch feed, metrics) subscribe. A listener that throws is logged by
- * the publisher's caller, never breaks the publisher.
+ * The event bus: services publish what happened, other parts (the Watch
+ * feed, metrics, the Discord bot) subscribe. A listener that throws is
+ * logged, never breaks the publisher.
+ *
+ * With a transport (several processes on PostgreSQL), the events of
+ * CLUSTER_EVENTS published in one process reach the subscribers of every
+ * process: `subscribe()` hears them from everywhere, `subscribe(…,
+ * { thisProcess: true })` only this process's own (what a per-process
+ * counter wants). `announce()` tells only the other processes, inside the
+ * transaction that wrote what the event is about.
  */
 export class EventBus {
-  readonly #emitter = new EventEmitter<Events>();
+  readonly #subscriptions = new Map<EventName, Set<Subscription>>();
+  readonly #resync = new Set<() => void>();
+  readonly #transport: EventTransport | undefined;
+  readonly #logger: Logger | undefined;
 
-  constructor() {
-    this.#emitter.setMaxListeners(100);
+  constructor(options: { transport?: EventTransport; logger?: Logger } = {}) {
+    this.#transport = options.transport;
+    this.#logger = options.logger;
   }
 
-  publish<K extends keyof Events>(event: K, ...payload: Events[K]): void {
-    for (const listener of this.#emitter.listeners(event)) {
-      try {
-        (listener as (...args: Events[K]) => void)(...payload);
-      } catch {
-        // A subscriber's failure is its own; the publisher carries on.
-      }
+  publish<K extends EventName>(event: K, ...payload: Events[K]): void {
+    this.#deliver(event, payload, false);
+    if (this.#transport && CLUSTER_EVENTS.has(event)) {
+      this.#transport.send({ event, payload: payload[0] }).catch((error: unknown) => this.#logger?.error({ err: error, event }, 'could not send an event to the other processes'));
     }
   }
 
-  subscribe<K extends keyof Events>(event: K, listener: (...payload: Events[K]) => void): () => void {
-    this.#emitter.on(event, listener as never);
-    return () => this.#emitter.off(event, listener as never);
+  /** Tells the other processes (not this one's subscribers), inside `db` when it is a transaction. No-op with one process. */
+  async announce<K extends EventName>(db: Db, event: K, ...payload: Events[K]): Promise<void> {
+    if (!CLUSTER_EVENTS.has(event)) throw new Error(`${event} is not an event other processes hear`);
+    await this.#transport?.send({ event, payload: payload[0] }, db);
+  }
+
+  subscribe<K extends EventName>(event: K, listener: (...payload: Events[K]) => void, options: { thisProcess?: boolean } = {}): () => void {
+    let subscriptions = this.#subscriptions.get(event);
+    if (!subscriptions) this.#subscriptions.set(event, (subscriptions = new Set()));
+    const subscription: Subscription = { listener: listener as unknown as Subscription['listener'], thisProcess: options.thisProcess ?? false };
+    subscriptions.add(subscription);
+    return () => subscriptions.delete(subscription);
+  }
+
+  /** Called after the connection to the other processes was lost and found again: state they changed meanwhile should be read again. */
+  onResync(listener: () => void): () => void {
+    this.#resync.add(listener);
+    return () => this.#resync.delete(listener);
+  }
+
+  /** Starts hearing the other processes (no-op with one process). */
+  async start(): Promise<void> {
+    await this.#transport?.start({
+      message: ({ event, payload }) => {
+        if (!CLUSTER_EVENTS.has(event as EventName)) return; // a newer version's event, during a rolling upgrade
+        this.#deliver(event as EventName, [payload], true);
+      },
+      resync: () => {
+        for (const listener of this.#resync) this.#call(listener, [], 'resync');
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.#transport?.stop();
+  }
+
+  #deliver(event: EventName, payload: unknown[], remote: boolean): void {
+    for (const subscription of this.#subscriptions.get(event) ?? []) {
+      if (remote && subscription.thisProcess) continue;
+      this.#call(subscription.listener, payload, event);
+    }
+  }
+
+  #call(listener: (...args: unknown[]) => void, payload: unknown[], event: string): void {
+    try {
+      listener(...payload);
+    } catch (error) {
+      // A subscriber's failure is its own; the publisher carries on.
+      this.#logger?.error({ err: error, event }, 'event listener failed');
+    }
   }
 }

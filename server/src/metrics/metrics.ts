@@ -116,7 +116,8 @@ export class Metrics {
         answerDuration.observe(labels, seconds(answer.processing_duration_ms));
         if (answer.prompt_tokens) tokens.inc({ kind: 'prompt' }, answer.prompt_tokens);
         if (answer.completion_tokens) tokens.inc({ kind: 'completion' }, answer.completion_tokens);
-      }),
+        // This process's answers only: each process is scraped, and Prometheus adds them up.
+      }, { thisProcess: true }),
       options.events.subscribe('provider_call', (step, timing) => {
         const labels = { step, outcome: timing.failed ? 'error' : 'success' };
         providerCalls.inc(labels);
