@@ -196,6 +196,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       fetch: options.fetch,
     });
     await crawler.load();
+    events.subscribe('schedule_changed', () => void crawler.load().catch((error: unknown) => loggers.get('crawler').error({ err: error }, 'could not read the new schedule\'s time zone')));
     const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
     const housekeeping = new Housekeeping({ auth, chat, database, config: () => config.get(), clock, logger: loggers.get('app') });
     const warnings =

@@ -66,6 +66,8 @@ interface Events {
   config_changed: [ConfigChangedEvent];
   /** An ask command joined the queue: the leader's worker looks at once. */
   ask_command_queued: [Record<string, never>];
+  /** A crawler run made a new schedule live (the other processes read its time zone again). */
+  schedule_changed: [{ run_id: number }];
 }
 
 export type EventName = keyof Events;
@@ -74,10 +76,10 @@ export type EventName = keyof Events;
  * Events every process hears (with several processes on PostgreSQL): an
  * answer reaches the Watch feed of every process, a spent budget the
  * leader's Discord bot, a queued command the leader's worker, a changed
- * configuration every process. Their payload is one JSON value. The others
+ * configuration or a new schedule every process. Their payload is one JSON value. The others
  * (provider calls, crawler runs) feed this process's own metrics only.
  */
-export const CLUSTER_EVENTS: ReadonlySet<EventName> = new Set<EventName>(['answer', 'budget_exhausted', 'config_changed', 'ask_command_queued']);
+export const CLUSTER_EVENTS: ReadonlySet<EventName> = new Set<EventName>(['answer', 'budget_exhausted', 'config_changed', 'ask_command_queued', 'schedule_changed']);
 
 /** One event as it travels between processes. */
 export interface TransportMessage {

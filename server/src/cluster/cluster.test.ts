@@ -19,7 +19,12 @@ const onPostgres = testDatabaseKind() === 'postgres';
 class Recorded implements LeaderWork {
   running = false;
   starts = 0;
-  constructor(readonly log: string[], readonly name: string) {}
+  readonly log: string[];
+  readonly name: string;
+  constructor(log: string[], name: string) {
+    this.log = log;
+    this.name = name;
+  }
   start() {
     this.running = true;
     this.starts++;
@@ -295,11 +300,11 @@ describe('the cluster parts', () => {
       feed = undefined;
     });
 
-    it.runIf(onPostgres)('refuses a refresh in one process while another is refreshing, then runs it', async () => {
+    it.runIf(onPostgres)('refuses a refresh in one process while another is refreshing, then runs it; the other learns the new schedule\'s zone', async () => {
       let release: (() => void) | undefined;
       let version = 0;
       feed = createServer((_request, response) => {
-        const body = JSON.stringify([{ id: 'e1', title: `Costume Contest ${++version}`, start: '2026-03-14T19:00:00Z', location: 'Main Stage' }]);
+        const body = JSON.stringify({ timezone: 'America/Chicago', events: [{ id: 'e1', title: `Costume Contest ${++version}`, start: '2026-03-14T19:00:00Z', location: 'Main Stage' }] });
         const answer = () => response.writeHead(200, { 'content-type': 'application/json' }).end(body);
         if (version === 1) release = answer;
         else answer();
@@ -311,12 +316,18 @@ describe('the cluster parts', () => {
       const second = await createTestContext({ env: { CRAWLER_URL: url }, database: first.database });
       contexts.push(second);
 
+      await first.deps.events.start();
+      await second.deps.events.start();
+      expect(second.deps.timeZone()).not.toBe('America/Chicago');
+
       const running = first.deps.crawler.refresh(true);
       await until(() => release !== undefined);
       await expect(second.deps.crawler.refresh(true)).rejects.toMatchObject({ status: 409, code: 'refresh_running' });
       await second.deps.crawler.runScheduled(); // the tick in another process: skipped, not failed
       release!();
       expect((await running).kind).toBe('stored');
+      // The other process learns the new schedule's time zone at once.
+      await until(() => second.deps.timeZone() === 'America/Chicago', 2000);
       expect((await second.deps.crawler.refresh(true)).kind).toBe('stored');
       expect(version).toBe(2); // the refused refresh and the skipped tick never read the feed
       await first.deps.counters.flush();
