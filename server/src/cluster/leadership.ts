@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
-import { closeSession, lockKey, openSession, pingSession } from './pg-session.ts';
+import { closeSession, lockKey, openSession, pingSession, queryWithin } from './pg-session.ts';
 
 /** Background work only one process runs (the ask worker, the crawler's schedule, housekeeping, the Discord gateway). */
 export interface LeaderWork {
@@ -189,7 +189,7 @@ class AdvisoryLock implements LeaderLock {
     const session = (this.#session ??= await openSession(this.#database, 'concierge leader'));
     let locked: boolean;
     try {
-      const { rows } = await session.query<{ locked: boolean }>('select pg_try_advisory_lock($1::bigint) as locked', [this.#key]);
+      const { rows } = await queryWithin<{ locked: boolean }>(session, 'select pg_try_advisory_lock($1::bigint) as locked', [this.#key], CHECK_TIMEOUT_MS);
       locked = rows[0]?.locked === true;
     } catch (error) {
       this.close();

@@ -5,7 +5,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, Db } from '../db/database.ts';
 import type { EventTransport, TransportMessage } from '../events.ts';
 import * as queries from './cluster.queries.ts';
-import { closeSession, openSession, pingSession } from './pg-session.ts';
+import { closeSession, openSession, pingSession, queryWithin } from './pg-session.ts';
 
 /**
  * NOTIFY payloads must stay under 8000 bytes; a bigger event (a long answer)
@@ -87,7 +87,7 @@ export class PgNotifyTransport implements EventTransport {
           const session = await openSession(this.#database, 'concierge events');
           this.#session = session;
           session.on('notification', (notification) => this.#received(notification.payload, handlers));
-          await session.query(`listen "${this.#channel}"`);
+          await queryWithin(session, `listen "${this.#channel}"`, [], CHECK_TIMEOUT_MS);
           delay = RECONNECT_MIN_MS;
           if (connectedBefore) {
             this.#logger.info('listening to the other processes again');

@@ -43,10 +43,19 @@ export async function openSession(database: Database, applicationName: string): 
 
 /** Resolves when the session answers a trivial query within `timeoutMs`, rejects otherwise. */
 export async function pingSession(client: pg.Client, timeoutMs: number): Promise<void> {
+  await queryWithin(client, 'select 1', [], timeoutMs);
+}
+
+/**
+ * A query on a session that must answer within `timeoutMs`: a connection
+ * whose peer vanished would otherwise wait for the operating system's
+ * keep-alives (minutes).
+ */
+export async function queryWithin<R extends pg.QueryResultRow>(client: pg.Client, text: string, values: unknown[], timeoutMs: number): Promise<pg.QueryResult<R>> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      client.query('select 1'),
+    return await Promise.race([
+      client.query<R>(text, values),
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`PostgreSQL did not answer within ${timeoutMs} ms`)), timeoutMs);
       }),
