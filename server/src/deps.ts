@@ -107,10 +107,9 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
   try {
     await migrateToLatest(database, loggers.get('db'));
     // With PostgreSQL, events of CLUSTER_EVENTS reach every process (LISTEN/NOTIFY); startServer starts hearing them.
-    const events = new EventBus({
-      transport: database.dialect === 'postgres' ? new PgNotifyTransport({ database, clock, logger: loggers.get('app') }) : undefined,
-      logger: loggers.get('app'),
-    });
+    // (The Watch feed's shared events ride the same transport: new ClusterChannel({ namespace: 'shared', transport, logger }).)
+    const transport = database.dialect === 'postgres' ? new PgNotifyTransport({ database, clock, logger: loggers.get('app') }) : undefined;
+    const events = new EventBus({ transport, logger: loggers.get('app') });
     const config = new ConfigService({
       database,
       clock,
@@ -196,7 +195,10 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       fetch: options.fetch,
     });
     await crawler.load();
-    events.subscribe('schedule_changed', () => void crawler.load().catch((error: unknown) => loggers.get('crawler').error({ err: error }, 'could not read the new schedule\'s time zone')));
+    // A new schedule made live by any process: its time zone is the convention's here too.
+    events.subscribe('crawler_run', ({ outcome }) => {
+      if (outcome === 'stored') void crawler.load().catch((error: unknown) => loggers.get('crawler').error({ err: error }, "could not read the new schedule's time zone"));
+    });
     const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
     const housekeeping = new Housekeeping({ auth, chat, database, config: () => config.get(), clock, logger: loggers.get('app') });
     const warnings =

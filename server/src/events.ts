@@ -66,8 +66,6 @@ interface Events {
   config_changed: [ConfigChangedEvent];
   /** An ask command joined the queue: the leader's worker looks at once. */
   ask_command_queued: [Record<string, never>];
-  /** A crawler run made a new schedule live (the other processes read its time zone again). */
-  schedule_changed: [{ run_id: number }];
 }
 
 export type EventName = keyof Events;
@@ -76,10 +74,12 @@ export type EventName = keyof Events;
  * Events every process hears (with several processes on PostgreSQL): an
  * answer reaches the Watch feed of every process, a spent budget the
  * leader's Discord bot, a queued command the leader's worker, a changed
- * configuration or a new schedule every process. Their payload is one JSON value. The others
- * (provider calls, crawler runs) feed this process's own metrics only.
+ * configuration every process, a crawler run (a forced refresh runs where
+ * it was pressed) the leader's bot and every process's time zone. Their
+ * payload is one JSON value. Provider calls stay in their process (its
+ * metrics).
  */
-export const CLUSTER_EVENTS: ReadonlySet<EventName> = new Set<EventName>(['answer', 'budget_exhausted', 'config_changed', 'ask_command_queued', 'schedule_changed']);
+export const CLUSTER_EVENTS: ReadonlySet<EventName> = new Set<EventName>(['answer', 'budget_exhausted', 'config_changed', 'ask_command_queued', 'crawler_run']);
 
 /** One event as it travels between processes. */
 export interface TransportMessage {
@@ -87,16 +87,26 @@ export interface TransportMessage {
   payload: unknown;
 }
 
-/** Carries events to and from the other processes (PostgreSQL's LISTEN/NOTIFY: cluster/pg-notify.ts). */
+/** Who hears the other processes' events through a transport. */
+export interface TransportReceiver {
+  message(message: TransportMessage): void;
+  /** The connection was lost and found again: events may have been missed meanwhile. */
+  resync?(): void;
+}
+
+/**
+ * Carries events to and from the other processes (PostgreSQL's
+ * LISTEN/NOTIFY: cluster/pg-notify.ts). Generic: any JSON payload under any
+ * name, for any number of receivers (the event bus, the Watch feed's
+ * shared events: cluster/cluster-channel.ts).
+ */
 export interface EventTransport {
   /** Sends an event to every other process; inside `db` (an open transaction) when given, so it goes only if that commits. */
   send(message: TransportMessage, db?: Db): Promise<void>;
-  /**
-   * Starts hearing the other processes' events; `resync` is called after
-   * the connection was lost and found again (events may have been missed).
-   * Resolves once listening, or after a first failed try (it keeps trying).
-   */
-  start(handlers: { message(message: TransportMessage): void; resync(): void }): Promise<void>;
+  /** Adds a receiver of the other processes' events; returns its removal. */
+  receive(receiver: TransportReceiver): () => void;
+  /** Starts hearing the other processes. Resolves once listening, or after a first failed try (it keeps trying). */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -127,6 +137,15 @@ export class EventBus {
   constructor(options: { transport?: EventTransport; logger?: Logger } = {}) {
     this.#transport = options.transport;
     this.#logger = options.logger;
+    this.#transport?.receive({
+      message: ({ event, payload }) => {
+        if (!CLUSTER_EVENTS.has(event as EventName)) return; // another channel's, or a newer version's during a rolling upgrade
+        this.#deliver(event as EventName, [payload], true);
+      },
+      resync: () => {
+        for (const listener of this.#resync) this.#call(listener, [], 'resync');
+      },
+    });
   }
 
   publish<K extends EventName>(event: K, ...payload: Events[K]): void {
@@ -156,17 +175,9 @@ export class EventBus {
     return () => this.#resync.delete(listener);
   }
 
-  /** Starts hearing the other processes (no-op with one process). */
+  /** Starts hearing the other processes, for the bus and every other receiver of its transport (no-op with one process). */
   async start(): Promise<void> {
-    await this.#transport?.start({
-      message: ({ event, payload }) => {
-        if (!CLUSTER_EVENTS.has(event as EventName)) return; // a newer version's event, during a rolling upgrade
-        this.#deliver(event as EventName, [payload], true);
-      },
-      resync: () => {
-        for (const listener of this.#resync) this.#call(listener, [], 'resync');
-      },
-    });
+    await this.#transport?.start();
   }
 
   async stop(): Promise<void> {

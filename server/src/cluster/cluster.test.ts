@@ -7,6 +7,7 @@ import { systemClock } from '../clock.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { EventBus, type AnswerEvent } from '../events.ts';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
+import { ClusterChannel } from './cluster-channel.ts';
 import { takeRateSlot } from './cluster.queries.ts';
 import { Leadership, type LeaderWork } from './leadership.ts';
 import { MAX_NOTIFY_BYTES, PgNotifyTransport } from './pg-notify.ts';
@@ -194,12 +195,41 @@ describe('the cluster parts', () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(heardByA).toHaveLength(2);
       expect(heardByB).toHaveLength(2);
-      // Events that stay in their process (metrics) never travel.
-      const crawls: unknown[] = [];
-      b.subscribe('crawler_run', (run) => crawls.push(run));
-      a.publish('crawler_run', { outcome: 'stored', duration_ms: 5 });
+      // Events that stay in their process (a provider call, for its metrics) never travel.
+      const calls: string[] = [];
+      b.subscribe('provider_call', (step) => calls.push(step));
+      a.publish('provider_call', 'create_run', { duration_ms: 5, failed: false });
       await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(crawls).toHaveLength(0);
+      expect(calls).toHaveLength(0);
+    });
+
+    it('carries the Watch feed\'s shared events (a channel of its own) on the same transport', async () => {
+      const ctx = await createTestContext();
+      contexts.push(ctx);
+      const [first, second] = [await openAgain(ctx), await openAgain(ctx)];
+      const transports = [first, second].map((database) => new PgNotifyTransport({ database, clock: systemClock, logger: silent }));
+      type Shared = { watch_answer: { prompt: string }; admin_session_ended: { session_id: string } };
+      const [a, b] = transports.map((transport) => new ClusterChannel<Shared>({ namespace: 'shared', transport, logger: silent }));
+      const busOfB = new EventBus({ transport: transports[1], logger: silent });
+      for (const transport of transports) {
+        await transport.start();
+        extra.push({ close: () => transport.stop() });
+      }
+      const heardByA: string[] = [];
+      const heardByB: string[] = [];
+      const answersOnB: unknown[] = [];
+      a!.subscribe('watch_answer', ({ prompt }) => heardByA.push(prompt));
+      b!.subscribe('watch_answer', ({ prompt }) => heardByB.push(prompt));
+      b!.subscribe('admin_session_ended', ({ session_id }) => heardByB.push(`ended ${session_id}`));
+      busOfB.subscribe('answer', (answer) => answersOnB.push(answer));
+      a!.publish('watch_answer', { prompt: 'Where is Hall B?' });
+      expect(heardByA).toEqual(['Where is Hall B?']); // its own subscribers at once
+      a!.publish('admin_session_ended', { session_id: 'abc' });
+      await until(() => heardByB.length === 2);
+      expect(heardByB).toEqual(['Where is Hall B?', 'ended abc']);
+      expect(answersOnB).toHaveLength(0); // the bus on the same transport hears none of it
+      await a!.close();
+      await b!.close();
     });
 
     it('announces inside a transaction: heard when it commits, never when it rolls back', async () => {

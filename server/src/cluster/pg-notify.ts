@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database, Db } from '../db/database.ts';
-import type { EventTransport, TransportMessage } from '../events.ts';
+import type { EventTransport, TransportMessage, TransportReceiver } from '../events.ts';
 import * as queries from './cluster.queries.ts';
 import { closeSession, openSession, pingSession, queryWithin } from './pg-session.ts';
 
@@ -49,6 +49,7 @@ export class PgNotifyTransport implements EventTransport {
   #stop: AbortController | undefined;
   #loop: Promise<void> | undefined;
   #session: pg.Client | undefined;
+  readonly #receivers = new Set<TransportReceiver>();
   /** Deliveries in the order notifications came (a stored payload is read first). */
   #delivery: Promise<void> = Promise.resolve();
 
@@ -73,7 +74,12 @@ export class PgNotifyTransport implements EventTransport {
     await queries.notify(db, this.#channel, text);
   }
 
-  start(handlers: { message(message: TransportMessage): void; resync(): void }): Promise<void> {
+  receive(receiver: TransportReceiver): () => void {
+    this.#receivers.add(receiver);
+    return () => this.#receivers.delete(receiver);
+  }
+
+  start(): Promise<void> {
     if (this.#loop) return Promise.resolve();
     const stop = new AbortController();
     this.#stop = stop;
@@ -86,12 +92,12 @@ export class PgNotifyTransport implements EventTransport {
         try {
           const session = await openSession(this.#database, 'concierge events');
           this.#session = session;
-          session.on('notification', (notification) => this.#received(notification.payload, handlers));
+          session.on('notification', (notification) => this.#received(notification.payload));
           await queryWithin(session, `listen "${this.#channel}"`, [], CHECK_TIMEOUT_MS);
           delay = RECONNECT_MIN_MS;
           if (connectedBefore) {
             this.#logger.info('listening to the other processes again');
-            handlers.resync();
+            for (const receiver of this.#receivers) this.#tell(() => receiver.resync?.());
           }
           connectedBefore = true;
           firstTryDone();
@@ -150,7 +156,7 @@ export class PgNotifyTransport implements EventTransport {
     });
   }
 
-  #received(text: string | undefined, handlers: { message(message: TransportMessage): void }): void {
+  #received(text: string | undefined): void {
     let wire: Wire;
     try {
       wire = JSON.parse(text ?? '') as Wire;
@@ -160,13 +166,23 @@ export class PgNotifyTransport implements EventTransport {
     }
     if (wire.o === this.origin) return;
     this.#delivery = this.#delivery.then(async () => {
+      let message: TransportMessage;
       try {
-        const payload = wire.r === undefined ? wire.p : await this.#stored(wire.r);
-        handlers.message({ event: wire.e, payload });
+        message = { event: wire.e, payload: wire.r === undefined ? wire.p : await this.#stored(wire.r) };
       } catch (error) {
         this.#logger.error({ err: error, event: wire.e }, 'could not take an event from another process');
+        return;
       }
+      for (const receiver of this.#receivers) this.#tell(() => receiver.message(message));
     });
+  }
+
+  #tell(call: () => void): void {
+    try {
+      call();
+    } catch (error) {
+      this.#logger.error({ err: error }, 'a receiver of events from other processes failed');
+    }
   }
 
   async #stored(id: number): Promise<unknown> {

@@ -325,8 +325,6 @@ export class CrawlerService {
       return { kind: 'failed', runId, error: message };
     }
     this.#feedTimeZone = parsed.feedZone ?? this.#feedTimeZone;
-    // The other processes read what the new schedule knows (its time zone) again.
-    this.#options.events?.publish('schedule_changed', { run_id: runId });
     this.#logger.info({ runId, events: parsed.eventCount, changes: prepared.changes.length }, 'schedule refreshed');
     return { kind: 'stored', runId, eventCount: parsed.eventCount, changes: prepared.changes };
   }

@@ -123,10 +123,14 @@ export class Metrics {
         providerCalls.inc(labels);
         providerDuration.observe(labels, seconds(timing.duration_ms));
       }),
-      options.events.subscribe('crawler_run', (run) => {
-        crawlerRuns.inc({ outcome: run.outcome });
-        crawlerDuration.observe({ outcome: run.outcome }, seconds(run.duration_ms));
-      }),
+      options.events.subscribe(
+        'crawler_run',
+        (run) => {
+          crawlerRuns.inc({ outcome: run.outcome });
+          crawlerDuration.observe({ outcome: run.outcome }, seconds(run.duration_ms));
+        },
+        { thisProcess: true },
+      ),
     );
 
     const gauge = <L extends string = never>(name: string, help: string, labelNames: L[] = []) => new Gauge<L>({ name, help, labelNames, registers });
