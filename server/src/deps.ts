@@ -212,7 +212,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       version: APP_VERSION,
       snapshot: async () => {
         const figures = await status.status();
-        return { paused: figures.paused, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat, token_budget: figures.token_budget };
+        return { paused: figures.paused, leader: leadership.isLeader, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat, token_budget: figures.token_budget };
       },
     });
     if (usesOpenAI(env) && !turnstileConfigured(env)) {

@@ -151,6 +151,10 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
     expect(followerStatus.api_requests['POST /api/pause']).toBe(1);
     expect(followerStatus.api_requests['POST /public/chat/send']).toBe(leaderStatus.api_requests['POST /public/chat/send']);
 
+    // Prometheus sees which one leads.
+    const leads = async (server: ServerProcess) => /^concierge_leader 1$/m.test(await (await server.fetch('/metrics', { headers: { cookie: admin } })).text());
+    expect([await leads(leader), await leads(follower)]).toEqual([true, false]);
+
     // 6. The crawler ticks every second, on the leader only; a forced refresh on the follower never runs beside a tick.
     const ticksFrom = Date.now();
     const scheduled = await follower.fetch('/api/config', {
@@ -175,6 +179,7 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
     await follower.waitFor((line) => line.msg!.startsWith(LEADER_MESSAGE), 'taking over', 10_000);
     const takeoverMs = Date.now() - killedAt;
     expect(takeoverMs).toBeLessThan(10_000);
+    expect(await leads(follower)).toBe(true);
 
     // An ask command submitted now (by a front on any process) is answered by the new leader's worker.
     submitter = await createDeps(loadEnv({ ...env, LOG_LEVEL: 'silent', WEB_DIST_DIR: path.join(tmpdir(), 'no-web-build') }));
