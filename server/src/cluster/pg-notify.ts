@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
@@ -60,7 +60,9 @@ export class PgNotifyTransport implements EventTransport {
     this.#checkMs = options.checkMs ?? CHECK_MS;
     // Notifications are per database; each schema (an installation, a test suite) gets its channel.
     const schema = options.database.sharedAs?.schema;
-    this.#channel = schema ? `concierge_events_${schema}` : 'concierge_events';
+    const channel = schema ? `concierge_events_${schema}` : 'concierge_events';
+    // A channel name is an identifier: at most 63 bytes.
+    this.#channel = channel.length <= 63 ? channel : `concierge_events_${createHash('sha256').update(schema!).digest('hex').slice(0, 40)}`;
   }
 
   async send(message: TransportMessage, db: Db = this.#database.db): Promise<void> {
