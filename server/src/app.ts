@@ -108,7 +108,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerHealthRoutes(app, deps);
   registerAuthRoutes(app, deps.auth);
   registerConfigRoutes(app, deps.config);
-  registerChatRoutes(app, deps.chat, deps.lastRefresh);
+  registerChatRoutes(app, deps.chat, deps.lastRefresh, deps.clock);
   await registerAssistantRoutes(app, deps.assistant, deps.knowledge);
   registerKnowledgeRoutes(app, deps.knowledge);
   registerMonitoringRoutes(app, deps);
