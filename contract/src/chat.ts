@@ -41,6 +41,15 @@ export const SourceSchema = z.object({
 });
 export type Source = z.infer<typeof SourceSchema>;
 
+/** GET /public/schedule/events/{uid}.ics: an event source's "Add to calendar" (the UID URL-encoded). */
+export const scheduleEventCalendarUrl = (uid: string) => `/public/schedule/events/${encodeURIComponent(uid)}.ics`;
+export const ScheduleEventFileParamsSchema = z.object({
+  file: z
+    .string()
+    .max(600, 'file: the event id is too long')
+    .regex(/\.ics$/, 'file: must be the event id followed by .ics'),
+});
+
 /** The browser's id for one question: a retry under the same id is answered once (DESIGN §9). */
 const ClientMessageIdSchema = z
   .string()
