@@ -37,16 +37,23 @@ function chatSessionId(request: FastifyRequest): string | undefined {
   return unsigned.valid && unsigned.value ? unsigned.value : undefined;
 }
 
-function setChatCookie(request: FastifyRequest, reply: FastifyReply, sessionId: string): void {
+/**
+ * The visitor's session cookie. When the chat may be framed by other sites
+ * (EMBED_ORIGINS), it must reach this server from inside their iframe:
+ * SameSite=None, Secure (browsers take that over HTTPS, and from localhost),
+ * Partitioned (kept per embedding site, as browsers now want third-party
+ * cookies).
+ */
+function setChatCookie(request: FastifyRequest, reply: FastifyReply, sessionId: string, embeddable: boolean): void {
   if (chatSessionId(request) === sessionId) return;
-  reply.setCookie(CHAT_COOKIE, sessionId, {
-    signed: true,
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: request.protocol === 'https',
-    path: '/',
-    maxAge: SESSION_IDLE_MS / 1000,
-  });
+  const site = embeddable ? { sameSite: 'none' as const, secure: true, partitioned: true } : { sameSite: 'lax' as const, secure: request.protocol === 'https' };
+  reply.setCookie(CHAT_COOKIE, sessionId, { signed: true, httpOnly: true, ...site, path: '/', maxAge: SESSION_IDLE_MS / 1000 });
+}
+
+export interface ChatRouteOptions {
+  clock: Clock;
+  /** Other sites may frame the chat (EMBED_ORIGINS is set): the session cookie must work in their iframe. */
+  embeddable: boolean;
 }
 
 const SEND_DESCRIPTION =
@@ -54,7 +61,8 @@ const SEND_DESCRIPTION =
   'carrying this reply; refusals before the answer starts keep their status and JSON body.';
 
 /** The public chat (SPEC §7 /public/chat/*) and an operator's test question (/api/chat/send). */
-export function registerChatRoutes(instance: FastifyInstance, chat: ChatService, lastRefresh: LastRefreshSource, clock: Clock): void {
+export function registerChatRoutes(instance: FastifyInstance, chat: ChatService, lastRefresh: LastRefreshSource, options: ChatRouteOptions): void {
+  const { clock, embeddable } = options;
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const tags = ['public chat'];
   let closing = false;
@@ -63,7 +71,7 @@ export function registerChatRoutes(instance: FastifyInstance, chat: ChatService,
   });
   /** The JSON reply, or the event stream when the client asked for one. */
   const answerWith = (request: FastifyRequest, reply: FastifyReply, answer: ChatAnswer) => {
-    setChatCookie(request, reply, answer.sessionId);
+    setChatCookie(request, reply, answer.sessionId, embeddable);
     return wantsEventStream(request) ? streamAnswer(request, reply, answer, { clock, closing: () => closing }) : answer.follow();
   };
 
@@ -77,7 +85,7 @@ export function registerChatRoutes(instance: FastifyInstance, chat: ChatService,
     { schema: { tags, body: TurnstileVerifyRequestSchema, response: { 200: SuccessReplySchema } } },
     async (request, reply) => {
       const sessionId = await chat.verify(chatSessionId(request), request.body.token, clientOf(request));
-      setChatCookie(request, reply, sessionId);
+      setChatCookie(request, reply, sessionId, embeddable);
       return { success: true, error: null };
     },
   );
