@@ -261,12 +261,9 @@ describe('the cluster parts', () => {
       b.onResync(() => resyncs++);
       const heard: string[] = [];
       b.subscribe('config_changed', ({ hash }) => heard.push(hash));
-      const channel = `concierge_events_${ctx.database.schema}`;
       const listeners = async () =>
         (
-          await sql<{ pid: number }>`select pid from pg_stat_activity where application_name = 'concierge events' and datname = current_database() and query ilike ${`listen "${channel}"`}`.execute(
-            ctx.deps.database.db,
-          )
+          await sql<{ pid: number }>`select pid from pg_stat_activity where application_name = ${`concierge events (${ctx.database.schema})`} and datname = current_database()`.execute(ctx.deps.database.db)
         ).rows.map((row) => row.pid);
       expect(await listeners()).toHaveLength(2);
       a.publish('config_changed', { hash: 'before' });

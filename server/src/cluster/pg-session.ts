@@ -16,7 +16,8 @@ export async function openSession(database: Database, applicationName: string): 
   if (database.dialect !== 'postgres' || !target) throw new Error('a PostgreSQL session needs a PostgreSQL database');
   const client = new pg.Client({
     connectionString: target.url,
-    application_name: applicationName,
+    // What pg_stat_activity shows: the role, and the schema when several installations share a database.
+    application_name: (target.schema ? `${applicationName} (${target.schema})` : applicationName).slice(0, 63),
     keepAlive: true,
     keepAliveInitialDelayMillis: 5000,
     connectionTimeoutMillis: 5000,
