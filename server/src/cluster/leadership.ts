@@ -128,7 +128,8 @@ export class Leadership {
   async #gain(): Promise<void> {
     this.#leader = true;
     this.#logger.info({ work: this.#works.map(({ name }) => name) }, 'leadership gained: this process runs the background work');
-    for (const { name, work } of this.#works) await this.#startWork(name, work);
+    // Work added meanwhile is started by add() itself.
+    for (const { name, work } of [...this.#works]) await this.#startWork(name, work);
     this.#notify(true);
   }
 
