@@ -27,7 +27,7 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
   const PER_MINUTE = 2; // public_chat_requests_per_minute; the per-address limit is 10 ×
   let scratch: { url: string; drop(): Promise<void> };
   let fake: FakeOpenAI;
-  let feed: { server: Server; url: string; fetches: number[] };
+  let feed: Awaited<ReturnType<typeof startFeed>>;
   let processes: ServerProcess[] = [];
   let database: Database;
   let submitter: Deps | undefined;
@@ -136,8 +136,10 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
     expect(runs).toHaveLength(perAddress);
     const spanMs = runs.at(-1)! - runs[0]!;
     const runsPerSecond = ((runs.length - 1) * 1000) / spanMs;
-    expect(runsPerSecond).toBeLessThanOrEqual(RATE * 1.05);
-    expect(busiestSecond(runs)).toBeLessThanOrEqual(RATE + 1);
+    // Slots are exact; what the fake sees is late by each process's event-loop and network delay, so a little slack
+    // (two processes each with a budget of their own make about 6.3/s here, the budget can allow at most 8).
+    expect(runsPerSecond).toBeLessThanOrEqual(RATE * 1.15);
+    expect(busiestSecond(runs)).toBeLessThanOrEqual(RATE + 2);
 
     // 5. The Status figures are the same on both processes, whichever did the work.
     const statusOf = async (server: ServerProcess) =>
@@ -161,13 +163,20 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
       body: JSON.stringify({ crawler_schedule: '* * * * * *' }),
     });
     expect(scheduled.status).toBe(200);
+    // Caught in the act: the feed holds a tick's read; meanwhile the follower's Refresh is refused by the database's lock.
+    const tick = feed.holdNext();
+    await tick.arrived;
+    const duringTick = await post(follower, '/api/schedule/refresh?force=true', {}, { cookie: admin });
+    expect(duringTick.status).toBe(409);
+    expect(await duringTick.json()).toMatchObject({ code: 'refresh_running' });
+    tick.release();
+    // Refreshes pressed at any moment: each runs alone or is refused, never beside a tick (checked on the runs below).
     const forced: number[] = [];
     while (Date.now() - ticksFrom < 5000) {
       forced.push((await post(follower, '/api/schedule/refresh?force=true', {}, { cookie: admin })).status);
-      await sleep(600);
+      await sleep(300);
     }
     expect(forced.every((status) => status === 200 || status === 409)).toBe(true);
-    expect(forced).toContain(409); // the leader's tick was running: the database said so
 
     // 7. Killing the leader hands the worker and the crawler to the other within 10 s.
     const leaderRunsBefore = await crawlerRuns(database);
@@ -229,10 +238,14 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
   /** A schedule feed that changes on every read (so every run stores) and answers slowly (so runs last). */
   async function startFeed() {
     const fetches: number[] = [];
+    let hold: { arrive: () => void; released: Promise<void> } | undefined;
     const server = createServer((_request, response) => {
       fetches.push(Date.now());
       const version = fetches.length;
-      setTimeout(() => {
+      const held = hold;
+      hold = undefined;
+      held?.arrive();
+      void Promise.all([held?.released, new Promise((resolve) => setTimeout(resolve, 400))]).then(() => {
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(
           JSON.stringify({
@@ -245,10 +258,22 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
             ],
           }),
         );
-      }, 400);
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/schedule.json`, fetches };
+    return {
+      server,
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/schedule.json`,
+      fetches,
+      /** Holds the next read of the feed until released; `arrived` resolves when it comes. */
+      holdNext() {
+        let arrive!: () => void;
+        let release!: () => void;
+        const arrived = new Promise<void>((resolve) => (arrive = resolve));
+        hold = { arrive, released: new Promise<void>((resolve) => (release = resolve)) };
+        return { arrived, release };
+      },
+    };
   }
 });
 
