@@ -472,18 +472,27 @@ export class DiscordBot implements AskCommandFront {
     }
   }
 
+  /** Records the gateway's state for every process to read; a database error is logged, never thrown. */
   async #setState(state: GatewayState, reason: string | null, connectedAt?: string): Promise<void> {
-    await queries.setGatewayState(this.#db, this.#o.owner, {
-      state,
-      reason,
-      connected: state === 'connected',
-      ...(connectedAt ? { connected_at: connectedAt } : {}),
-      updated_at: this.#o.clock.now().toISOString(),
-    });
+    try {
+      await queries.setGatewayState(this.#db, this.#o.owner, {
+        state,
+        reason,
+        connected: state === 'connected',
+        ...(connectedAt ? { connected_at: connectedAt } : {}),
+        updated_at: this.#o.clock.now().toISOString(),
+      });
+    } catch (error) {
+      this.#o.logger.warn({ err: error, state, reason }, 'could not record the gateway state');
+    }
   }
 
   async #count(deltas: { connects?: number; disconnects?: number; messages_handled?: number }): Promise<void> {
-    await queries.bumpGateway(this.#db, deltas);
+    try {
+      await queries.bumpGateway(this.#db, deltas);
+    } catch (error) {
+      this.#o.logger.warn({ err: error, deltas }, 'could not count a gateway event');
+    }
   }
 
   async #storeMessage(message: Message): Promise<void> {

@@ -607,15 +607,16 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
 
   function createInteraction(fields: { type: 2 | 3 | 5; name: string; user: FakeUser; channel: FakeChannel; source?: FakeMessage | null }, data: Record<string, unknown>, extra: Record<string, unknown> = {}): FakeInteraction {
     if (liveSessions().length === 0) throw new Error('the bot is not connected to the fake Discord gateway');
+    const at = now();
     const base = {
-      id: snowflake(),
+      id: snowflake(at),
       token: `aW50ZXJhY3Rpb246${randomBytes(48).toString('base64url')}`,
       type: fields.type,
       name: fields.name,
       user: fields.user,
       channel: fields.channel,
       guild_id: fields.channel.guild_id,
-      created_at: now(),
+      created_at: at,
       callback: null,
       source: fields.source ?? null,
       original: null,
