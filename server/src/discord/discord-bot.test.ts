@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LOG_TABLE } from '../db/schema/assistant.ts';
 import { buttonLabels, startDiscordHarness, type DiscordHarness } from '../test-support/discord-harness.ts';
+import { createTestContext } from '../test-support/test-context.ts';
 import type { FakeInteraction, FakeUser } from '../test-support/fake-discord/fake-discord.ts';
 import { DELIVERY_TEXTS } from './delivery.ts';
 import { GATEWAY_REASONS } from './discord-bot.ts';
@@ -478,6 +479,36 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       await expect.poll(() => h!.notifications().find((text) => text.startsWith('📅'))).toBeDefined();
       const text = h.notifications().find((line) => line.startsWith('📅'))!;
       expect(text).toMatch(/^📅 Schedule changes\n• Cancelled: \*\*Costume Contest\*\* \(.+, Main Stage\)\n• Moved: \*\*Art Jam\*\* Hall A → Hall B$/);
+    },
+    BUDGET_MS,
+  );
+
+  it(
+    'runs the gateway in one process only: another on the same database stands by, and takes over when the first stops',
+    async () => {
+      h = await startDiscordHarness();
+      const env = { DISCORD_TOKEN: h.discord.token, DISCORD_APPLICATION_ID: h.discord.applicationId, DISCORD_API_URL: h.discord.apiUrl, OPENAI_API_KEY: h.openai.apiKey, OPENAI_BASE_URL: h.openai.url };
+      const other = await createTestContext({ clock: h.time.clock, database: h.ctx.database, env });
+      try {
+        other.deps.discord.start();
+        await other.deps.discord.tick();
+        expect(other.deps.discord.connected).toBe(false);
+        expect(h.discord.connected).toBe(1);
+        // Every process shows the same figures: they are the database's.
+        expect(await other.deps.discord.figures()).toMatchObject({ connected: true, connects: 1 });
+
+        await h.ctx.deps.discord.stop();
+        await other.deps.discord.tick();
+        expect(other.deps.discord.connected).toBe(true);
+        expect(h.discord.connected).toBe(1);
+        expect(h.discord.identifies).toBe(2);
+        expect(await other.deps.discord.figures()).toMatchObject({ connected: true, connects: 2, disconnects: 1 });
+        const [answer] = await h.answerOf(h.ask(h.discord.user('alice'), 'Where is the lost and found?'));
+        expect(answer!.content).toContain('registration desk');
+      } finally {
+        await other.deps.discord.stop();
+        await other.close();
+      }
     },
     BUDGET_MS,
   );

@@ -117,6 +117,8 @@ export class DiscordBot implements AskCommandFront {
   /** Takes our listeners off the current client. */
   #unbind: (() => void)[] = [];
   #opening = false;
+  /** The recording of the latest (re)connection, awaited before a connect reports back. */
+  #recordingUp: Promise<void> = Promise.resolve();
   #connected = false;
   #leader = false;
   #halted: string | null = null;
@@ -342,6 +344,7 @@ export class DiscordBot implements AskCommandFront {
         deadline.signal.addEventListener('abort', () => reject(new Error(`no answer from the gateway within ${CONNECT_TIMEOUT_MS / 1000} s`)), { once: true });
       });
       await Promise.all([client.login(this.#o.token), ready]);
+      await this.#recordingUp;
       this.#failures = 0;
     } catch (error) {
       const { reason, fatal } = describeFailure(error, this.apiUrl);
@@ -368,8 +371,8 @@ export class DiscordBot implements AskCommandFront {
     on(Events.Warn, (message) => gatewayLogger.warn(message));
     on(Events.Error, (error) => logger.error({ err: error }, 'Discord client error'));
     on(Events.ShardError, (error) => gatewayLogger.warn({ err: error }, 'gateway connection error'));
-    on(Events.ShardReady, () => void this.#up(client, 'ready'));
-    on(Events.ShardResume, () => void this.#up(client, 'resumed'));
+    on(Events.ShardReady, () => void (this.#recordingUp = this.#up(client, 'ready')));
+    on(Events.ShardResume, () => void (this.#recordingUp = this.#up(client, 'resumed')));
     on(Events.ShardReconnecting, () => void this.#down(client));
     on(Events.ShardDisconnect, (event) => void this.#closedByDiscord(client, event.code));
     on(Events.InteractionCreate, (interaction) => void this.handler.handle(interaction));
