@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LOG_TABLE } from '../db/schema/assistant.ts';
 import { buttonLabels, startDiscordHarness, type DiscordHarness } from '../test-support/discord-harness.ts';
+import { startFixtureServer } from '../test-support/fixture-server.ts';
 import { createTestContext } from '../test-support/test-context.ts';
 import type { FakeInteraction, FakeUser } from '../test-support/fake-discord/fake-discord.ts';
 import { DELIVERY_TEXTS } from './delivery.ts';
@@ -463,22 +464,37 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
   );
 
   it(
-    'tells the notification channel about moved and cancelled events the crawler found',
+    'tells the notification channel about the events the crawler found moved or cancelled',
     async () => {
-      h = await startDiscordHarness();
-      const at = (iso: string, location: string) => ({ start: iso, end: null, location });
-      h.ctx.deps.events.publish('crawler_run', {
-        outcome: 'stored',
-        duration_ms: 10,
-        changes: [
-          { kind: 'cancelled', uid: 'a', title: 'Costume Contest', before: at('2026-03-14T19:00:00Z', 'Main Stage'), after: at('2026-03-14T19:00:00Z', 'Main Stage') },
-          { kind: 'moved_room', uid: 'b', title: 'Art Jam', before: at('2026-03-14T10:00:00Z', 'Hall A'), after: at('2026-03-14T10:00:00Z', 'Hall B') },
-          { kind: 'added', uid: 'c', title: 'New Panel', after: at('2026-03-14T12:00:00Z', 'Hall C') },
-        ],
-      });
-      await expect.poll(() => h!.notifications().find((text) => text.startsWith('📅'))).toBeDefined();
-      const text = h.notifications().find((line) => line.startsWith('📅'))!;
-      expect(text).toMatch(/^📅 Schedule changes\n• Cancelled: \*\*Costume Contest\*\* \(.+, Main Stage\)\n• Moved: \*\*Art Jam\*\* Hall A → Hall B$/);
+      const fixtures = await startFixtureServer();
+      const feed = (changes: { cancelled?: boolean; room?: string; start?: string } = {}) =>
+        JSON.stringify({
+          timezone: 'America/Chicago',
+          events: [
+            { id: 'contest', title: 'Costume Contest', start: '2026-03-14T19:00:00-05:00', location: 'Main Stage', ...(changes.cancelled ? { status: 'cancelled' } : {}) },
+            { id: 'jam', title: 'Art Jam', start: '2026-03-14T10:00:00-05:00', location: changes.room ?? 'Hall A' },
+            { id: 'quiz', title: 'Trivia Night', start: changes.start ?? '2026-03-14T20:00:00-05:00', location: 'Hall C' },
+            { id: 'yoga', title: 'Morning Yoga', start: '2026-03-15T08:00:00-05:00', location: 'Hall D' },
+          ],
+        });
+      try {
+        fixtures.route('/schedule.json', { body: feed(), contentType: 'application/json' });
+        h = await startDiscordHarness({ env: { CRAWLER_URL: `${fixtures.url}/schedule.json`, CONVENTION_TIMEZONE: 'America/Chicago' } });
+        expect((await h.api('POST', '/api/schedule/refresh')).statusCode).toBe(200);
+        fixtures.route('/schedule.json', { body: feed({ cancelled: true, room: 'Hall B', start: '2026-03-14T21:00:00-05:00' }), contentType: 'application/json' });
+        expect((await h.api('POST', '/api/schedule/refresh')).json()).toMatchObject({ skipped: false, changes: 3 });
+        await expect.poll(() => h!.notifications().find((text) => text.startsWith('📅'))).toBeDefined();
+        expect(h.notifications().find((text) => text.startsWith('📅'))).toBe(
+          [
+            '📅 Schedule changes',
+            '• Cancelled: **Costume Contest** (Sat 14 Mar, 19:00 CDT, Main Stage)',
+            '• Moved: **Trivia Night** Sat 14 Mar, 20:00 CDT → Sat 14 Mar, 21:00 CDT',
+            '• Moved: **Art Jam** Hall A → Hall B',
+          ].join('\n'),
+        );
+      } finally {
+        await fixtures.close();
+      }
     },
     BUDGET_MS,
   );

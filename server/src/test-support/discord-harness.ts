@@ -59,7 +59,7 @@ export interface DiscordHarness {
  * real except Discord itself.
  */
 export async function startDiscordHarness(
-  options: { openai?: Partial<Knobs>; config?: ConfigPatch; startWorker?: boolean; startBot?: boolean; database?: { url: string; schema?: string } } = {},
+  options: { openai?: Partial<Knobs>; config?: ConfigPatch; startWorker?: boolean; startBot?: boolean; database?: { url: string; schema?: string }; env?: Record<string, string> } = {},
 ): Promise<DiscordHarness> {
   const time = offsetClock();
   const discord = await startFakeDiscord({ now: time.now });
@@ -67,7 +67,7 @@ export async function startDiscordHarness(
   const ctx = await createTestContext({
     clock: time.clock,
     database: options.database,
-    env: { DISCORD_TOKEN: discord.token, DISCORD_APPLICATION_ID: discord.applicationId, DISCORD_API_URL: discord.apiUrl, OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url },
+    env: { DISCORD_TOKEN: discord.token, DISCORD_APPLICATION_ID: discord.applicationId, DISCORD_API_URL: discord.apiUrl, OPENAI_API_KEY: openai.apiKey, OPENAI_BASE_URL: openai.url, ...options.env },
   });
   const admin = await signIn(ctx.app);
   const api: DiscordHarness['api'] = async (method, url, payload) => {
