@@ -53,13 +53,13 @@ describe('splitting an answer into Discord messages', () => {
       { kind: 'event' as const, title: 'Costume Contest', starts_at: '2026-03-14T19:00:00-05:00', location: 'Main Stage' },
       { kind: 'file' as const, title: 'Convention schedule' },
     ];
-    expect(sourcesBlock(sources, 'America/Chicago')).toBe('**Sources**\n- Costume Contest — Sat 14 Mar, 19:00 CDT · Main Stage\n- Convention schedule');
+    expect(sourcesBlock(sources, 'America/Chicago')).toBe('-# Sources: Costume Contest (Sat 14 Mar, 19:00 CDT, Main Stage) · Convention schedule');
     expect(usageFooter(quota)).toBe('-# 7 of 10 questions left in the next 6 h');
     expect(usageFooter({ ...quota, available: 2 })).toBe('-# 7 of 10 questions left in the next 6 h (2 left in 24 h)');
 
     const parts = answerParts({ text: [paragraph(1, 1500), paragraph(2, 1100)].join('\n\n'), sources }, { timeZone: 'America/Chicago', quota });
     expect(parts).toHaveLength(2);
-    expect(parts[1]).toContain('**Sources**\n- Costume Contest');
+    expect(parts[1]).toContain('\n\n-# Sources: Costume Contest');
     expect(parts[1]!.endsWith('-# 7 of 10 questions left in the next 6 h')).toBe(true);
   });
 });

@@ -91,18 +91,16 @@ function balanceFences(pieces: string[]): string[] {
   });
 }
 
-/** The sources an answer cites, as a short list under it (events with their time and room). */
+/** The sources an answer cites, as one small line under it (events with their time and room): "-# Sources: …". */
 export function sourcesBlock(sources: Source[], timeZone: string): string {
   if (sources.length === 0) return '';
-  const lines = sources.slice(0, MAX_SOURCES).map((source) => {
-    if (source.kind === 'event') {
-      const details = [source.starts_at ? formatPeopleTime(source.starts_at, timeZone) : null, source.location || null].filter(Boolean).join(' · ');
-      return `- ${source.title}${details ? ` — ${details}` : ''}`;
-    }
-    return `- ${source.title}`;
+  const items = sources.slice(0, MAX_SOURCES).map((source) => {
+    if (source.kind !== 'event') return source.title;
+    const details = [source.starts_at ? formatPeopleTime(source.starts_at, timeZone) : null, source.location || null].filter(Boolean).join(', ');
+    return details ? `${source.title} (${details})` : source.title;
   });
-  if (sources.length > MAX_SOURCES) lines.push(`- …and ${sources.length - MAX_SOURCES} more`);
-  return `**Sources**\n${lines.join('\n')}`;
+  if (sources.length > MAX_SOURCES) items.push(`and ${sources.length - MAX_SOURCES} more`);
+  return `-# Sources: ${items.join(' · ')}`;
 }
 
 /** The usage footer under an answer: questions left in the 6 h window (and the 24 h one when it is the tighter). */

@@ -32,7 +32,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       expect(more).toEqual([]);
       expect(answer!.ephemeral).toBe(false);
       expect(answer!.content).toContain('registration desk in the lobby');
-      expect(answer!.content).toContain('**Sources**\n- Convention notes');
+      expect(answer!.content).toContain('\n\n-# Sources: Convention notes\n\n');
       expect(answer!.content.endsWith('-# 9 of 10 questions left in the next 6 h')).toBe(true);
       expect(buttonLabels(answer!)).toEqual(['Good (0)', 'Outdated (0)', 'Incorrect (0)', 'Other (0)']);
 
@@ -464,7 +464,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
   );
 
   it(
-    'tells the notification channel about the events the crawler found moved or cancelled',
+    'tells the notification channel about the events the crawler found moved or cancelled, and about a spent token budget',
     async () => {
       const fixtures = await startFixtureServer();
       const feed = (changes: { cancelled?: boolean; room?: string; start?: string } = {}) =>
@@ -492,6 +492,11 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
             '• Moved: **Art Jam** Hall A → Hall B',
           ].join('\n'),
         );
+        // The spending cap's once-a-day announcement goes to the same channel.
+        h.ctx.deps.events.publish('budget_exhausted', { day: '2026-03-14', spent: 120_500, budget: 100_000, action: 'offline' });
+        await expect
+          .poll(() => h!.notifications().at(-1))
+          .toBe("💸 Today's token budget is spent (120,500 of 100,000 tokens): the offline assistant answers until midnight (convention time), or until the budget is raised on the Config screen.");
       } finally {
         await fixtures.close();
       }

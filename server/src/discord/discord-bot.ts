@@ -197,6 +197,7 @@ export class DiscordBot implements AskCommandFront {
       events.subscribe('crawler_run', (run) => {
         if (run.changes?.length) void this.notifier.scheduleChanges(run.changes);
       }),
+      events.subscribe('budget_exhausted', (event) => void this.notifier.budgetSpent(event)),
     );
     const stop = new AbortController();
     this.#stop = stop;

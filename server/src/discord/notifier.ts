@@ -81,6 +81,12 @@ export class Notifier {
     return this.send(`📝 ${who(report.user)} marked ${what} (ask command ${report.askCommandId}) as **${report.label}**${description}`);
   }
 
+  /** The day's token budget is spent (published once a day, by one process). */
+  budgetSpent(event: { spent: number; budget: number; action: 'offline' | 'pause' }): Promise<void> {
+    const then = event.action === 'offline' ? 'the offline assistant answers until midnight' : 'nobody is answered until midnight';
+    return this.send(`💸 Today's token budget is spent (${event.spent.toLocaleString('en-US')} of ${event.budget.toLocaleString('en-US')} tokens): ${then} (convention time), or until the budget is raised on the Config screen.`);
+  }
+
   /** The crawler's moved and cancelled events, a few listed and the rest counted. */
   scheduleChanges(changes: ScheduleChange[]): Promise<void> {
     const zone = this.#timeZone();

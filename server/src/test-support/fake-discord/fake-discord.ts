@@ -160,6 +160,8 @@ export interface FakeDiscordOptions {
   fixedIds?: boolean;
   /** Called for every message the bot creates or edits (the hand-run mode prints them). */
   onMessage?: (message: FakeMessage, change: 'created' | 'edited' | 'deleted') => void;
+  /** Called when the bot answers an interaction with a modal (the hand-run mode prints it). */
+  onModal?: (interaction: FakeInteraction) => void;
 }
 
 export interface SlashCommandInput {
@@ -666,6 +668,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         const errors = checkModal(data);
         if (!errors.empty) throw invalidForm(errors);
         interaction.modal = data;
+        options.onModal?.(interaction);
         break;
       }
       default:

@@ -24,6 +24,11 @@ const fake = await startFakeDiscord({
   applicationId: process.env.FAKE_DISCORD_APPLICATION_ID ?? '1100000000000000001',
   fixedIds: true,
   onMessage: (message, change) => console.log(`\n— ${change}: ${describe(message)}`),
+  onModal: (interaction) => {
+    const modal = interaction.modal as { title?: string; components?: { label?: string; component?: { custom_id?: string; placeholder?: string } }[] };
+    const fields = (modal.components ?? []).map((component) => `${component.label} (${component.component?.custom_id}${component.component?.placeholder ? `, "${component.component.placeholder}"` : ''})`);
+    console.log(`\n— form "${modal.title}" shown to ${interaction.user.username} (interaction ${interaction.id}): ${fields.join(', ')}`);
+  },
 });
 
 const control = `${fake.url}/__control`;
