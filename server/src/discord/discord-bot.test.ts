@@ -127,6 +127,14 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       expect(buttonLabels(parts[1]!)).toEqual(['Good (0)', 'Outdated (0)', 'Incorrect (0)', 'Other (0)']);
       expect(h.discord.messages(h.discord.channels.general).filter((message) => !message.ephemeral)).toEqual([]);
       expect(await h.command(interaction)).toMatchObject({ state: 'completed', type: 'whisper', whisper: true });
+      // Only the asker sees a whisper, so the kind they voted is greyed out for them.
+      const { id } = await h.command(interaction);
+      expect(() => h!.discord.click(parts[1]!, `fb:good:${id}`, h!.discord.user('bob'))).toThrow(/only the asker/);
+      const vote = h.discord.click(parts[1]!, `fb:good:${id}`, alice);
+      expect((await acknowledged(vote)).type).toBe(7);
+      expect(buttonLabels(parts[1]!)).toEqual(['Good (1)', 'Outdated (0)', 'Incorrect (0)', 'Other (0)', 'Undo']);
+      expect(() => h!.discord.click(parts[1]!, `fb:good:${id}`, alice)).toThrow(/disabled/);
+      expect(await h.command(interaction)).toMatchObject({ disable_good: true, disable_outdated: false, show_undo: true });
 
       // A whisper that fails: the asker is told privately; the operator hears of the failure, never of the question.
       h.openai.configure({ finalStatus: 'failed' });

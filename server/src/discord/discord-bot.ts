@@ -136,7 +136,6 @@ export class DiscordBot implements AskCommandFront {
     this.feedback = new FeedbackService({ database: options.database, clock: options.clock, config: options.config });
     this.notifier = new Notifier({ rest: () => this.#rest, config, logger: options.notificationLogger, timeZone: options.timeZone, productName: options.productName });
     this.handler = new InteractionHandler({
-      clock: options.clock,
       config,
       logger: options.logger,
       askCommands: options.askCommands,

@@ -14,7 +14,6 @@ import {
 import type { Logger } from 'pino';
 import type { AskCommandService } from '../ask/ask-commands.service.ts';
 import type { AskCommandRow } from '../ask/ask-commands.queries.ts';
-import type { Clock } from '../clock.ts';
 import type { SeenUser, UsersService } from '../users/users.service.ts';
 import { QUESTION_OPTION } from './commands.ts';
 import { FEEDBACK_BUTTON_LABELS, feedbackRow, OTHER_DESCRIPTION_INPUT, otherModal, parseFeedbackId, type FeedbackService } from './feedback.ts';
@@ -38,7 +37,6 @@ export const BOT_TEXTS = {
 } as const;
 
 export interface InteractionHandlerOptions {
-  clock: Clock;
   config: () => RuntimeConfig;
   logger: Logger;
   askCommands: AskCommandService;
