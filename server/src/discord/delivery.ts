@@ -95,7 +95,8 @@ export class AnswerDelivery implements AskCommandFront {
     }
     await this.#askCommands.markDelivered(command.id, {
       discord_message_id: first?.id ?? null,
-      ...(feedback ? { step: 'feedback_open', show_good: true, show_outdated: true, show_hallucinated: true, show_other: true, show_undo: false } : {}),
+      // show_undo is the clicks' to set: a vote may already have come in.
+      ...(feedback ? { step: 'feedback_open', show_good: true, show_outdated: true, show_hallucinated: true, show_other: true } : {}),
     });
     this.#logger.info({ askCommandId: command.id, parts: parts.length, whisper: command.whisper }, 'answer delivered');
   }

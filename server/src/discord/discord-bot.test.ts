@@ -1,11 +1,12 @@
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LOG_TABLE } from '../db/schema/assistant.ts';
 import { buttonLabels, startDiscordHarness, type DiscordHarness } from '../test-support/discord-harness.ts';
 import { startFixtureServer } from '../test-support/fixture-server.ts';
-import { createTestContext } from '../test-support/test-context.ts';
-import type { FakeInteraction, FakeUser } from '../test-support/fake-discord/fake-discord.ts';
+import { createTestContext, signIn } from '../test-support/test-context.ts';
+import { startFakeDiscord, type FakeInteraction, type FakeUser } from '../test-support/fake-discord/fake-discord.ts';
 import { DELIVERY_TEXTS } from './delivery.ts';
-import { GATEWAY_REASONS } from './discord-bot.ts';
+import { DiscordBot, GATEWAY_REASONS } from './discord-bot.ts';
 import { BOT_TEXTS } from './interactions.ts';
 
 /** Every end-to-end test's budget: the suite stays fast (no 15 s waits for guilds, no real 15 minutes). */
@@ -36,7 +37,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       expect(answer!.content.endsWith('-# 9 of 10 questions left in the next 6 h')).toBe(true);
       expect(buttonLabels(answer!)).toEqual(['Good (0)', 'Outdated (0)', 'Incorrect (0)', 'Other (0)']);
 
-      const command = await h.command(interaction);
+      const command = await h.delivered(interaction);
       expect(command).toMatchObject({
         state: 'completed',
         step: 'feedback_open',
@@ -103,6 +104,10 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
     return interaction.followUps[0]!.content;
   };
   const statusOf = async () => (await h!.api('GET', '/api/status')).json();
+  /** Waits until the bot has stored the interaction's ask command (with ack_early the deferral comes first). */
+  const stored = async (interaction: FakeInteraction) => {
+    await expect.poll(async () => (await h!.command(interaction).catch(() => null))?.state ?? null, { timeout: 5000, interval: 20 }).not.toBeNull();
+  };
 
   it(
     'answers /whisper privately: a 2,600-character answer in parts, every part ephemeral, nothing cut, and nothing of it in the notification channel',
@@ -126,7 +131,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       expect(buttonLabels(parts[0]!)).toEqual([]);
       expect(buttonLabels(parts[1]!)).toEqual(['Good (0)', 'Outdated (0)', 'Incorrect (0)', 'Other (0)']);
       expect(h.discord.messages(h.discord.channels.general).filter((message) => !message.ephemeral)).toEqual([]);
-      expect(await h.command(interaction)).toMatchObject({ state: 'completed', type: 'whisper', whisper: true });
+      expect(await h.delivered(interaction)).toMatchObject({ state: 'completed', type: 'whisper', whisper: true, step: 'feedback_open' });
       // Only the asker sees a whisper, so the kind they voted is greyed out for them.
       const { id } = await h.command(interaction);
       expect(() => h!.discord.click(parts[1]!, `fb:good:${id}`, h!.discord.user('bob'))).toThrow(/only the asker/);
@@ -134,7 +139,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       expect((await acknowledged(vote)).type).toBe(7);
       expect(buttonLabels(parts[1]!)).toEqual(['Good (1)', 'Outdated (0)', 'Incorrect (0)', 'Other (0)', 'Undo']);
       expect(() => h!.discord.click(parts[1]!, `fb:good:${id}`, alice)).toThrow(/disabled/);
-      expect(await h.command(interaction)).toMatchObject({ disable_good: true, disable_outdated: false, show_undo: true });
+      await expect.poll(() => h!.command(interaction)).toMatchObject({ disable_good: true, disable_outdated: false, show_undo: true });
 
       // A whisper that fails: the asker is told privately; the operator hears of the failure, never of the question.
       h.openai.configure({ finalStatus: 'failed' });
@@ -157,7 +162,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       const [alice, bob, carol] = ['alice', 'bob', 'carol'].map((name) => h!.discord.user(name)) as [FakeUser, FakeUser, FakeUser];
       const asked = h.ask(alice, 'When is the costume contest?');
       const [answer] = await h.answerOf(asked);
-      const { id } = await h.command(asked);
+      const { id } = await h.delivered(asked);
       const click = async (user: FakeUser, customId: string) => {
         const interaction = h!.discord.click(answer!, customId, user);
         return { interaction, callback: await acknowledged(interaction) };
@@ -192,7 +197,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       expect(history[0]).toMatchObject({ ask_command_id: id, feedback: { good: 1, hallucinated: 1 } });
       expect(history[0].reports.map((report: { user_id: string; type: string }) => `${report.user_id}:${report.type}`).sort()).toEqual([`${bob.id}:good`, `${carol.id}:hallucinated`].sort());
       expect((await statusOf()).reports).toEqual({ good: 1, hallucinated: 1 });
-      expect(await h.command(asked)).toMatchObject({ custom_id: `fb:undo:${id}`, show_undo: true, step: 'feedback_open' });
+      await expect.poll(() => h!.command(asked)).toMatchObject({ custom_id: `fb:undo:${id}`, show_undo: true, step: 'feedback_open' });
       await expect.poll(() => h!.notifications().filter((text) => text.startsWith('📝'))).toEqual([
         expect.stringContaining(`marked an /ask answer (ask command ${id}) as **Incorrect**`),
         expect.stringContaining('as **Other**: “The contest moved to Hall C”'),
@@ -277,6 +282,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       const [alice, bob] = [h.discord.user('alice'), h.discord.user('bob')];
       const late = h.ask(alice, 'Where is the lost and found?');
       await acknowledged(late);
+      await stored(late);
       h.time.advance(14 * 60_000);
       await h.ctx.deps.askWorker.drain();
       expect(await h.command(late)).toMatchObject({ state: 'expired', run_id: null });
@@ -284,6 +290,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
 
       const gone = h.ask(bob, 'Where is the cosplay repair station?');
       await acknowledged(gone);
+      await stored(gone);
       h.time.advance(16 * 60_000);
       await h.ctx.deps.askWorker.drain();
       expect(await h.command(gone)).toMatchObject({ state: 'expired', run_id: null });
@@ -365,7 +372,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
   );
 
   it(
-    'starts a new conversation on /forget, stores mentions and replies to the bot, and gives ignored users nothing',
+    'starts a new conversation on /forget, answers and listens in DMs, stores mentions and replies to the bot, and gives ignored users nothing',
     async () => {
       h = await startDiscordHarness();
       const [alice, troll] = [h.discord.user('alice'), h.discord.user('troll')];
@@ -389,6 +396,16 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
         expect.objectContaining({ message_id: mention.id, content: `<@${h.discord.bot.id}> are you a robot?`, user_id: troll.id, username: 'troll', channel_id: h.discord.channels.general.id, guild_id: h.discord.guild.id }),
         expect.objectContaining({ message_id: reply.id, content: 'thanks, found it!', referenced_message_id: answer!.id }),
       ]);
+
+      // In a DM: the command is answered there, and a message to the bot is stored.
+      const dm = h.discord.dmChannel(alice);
+      const inDm = h.ask(alice, 'Where is the costume contest?', { channel: dm });
+      const [dmAnswer] = await h.answerOf(inDm);
+      expect(dmAnswer).toMatchObject({ channel_id: dm.id, ephemeral: false });
+      expect(await h.command(inDm)).toMatchObject({ context: 'dm', guild_id: null, channel_id: dm.id, state: 'completed' });
+      const direct = h.discord.post({ user: alice, channel: dm, content: 'hello there' });
+      await expect.poll(async () => (await h!.api('GET', '/api/discord_messages')).json()[0]?.message_id).toBe(direct.id);
+      expect((await h.api('GET', '/api/discord_messages')).json()[0]).toMatchObject({ content: 'hello there', guild_id: null, channel_id: dm.id });
 
       expect((await h.api('PATCH', `/api/user/${troll.id}`, { ignored: true })).statusCode).toBe(200);
       const ignored = h.ask(troll, 'Where is the lost and found?');
@@ -466,7 +483,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       expect(interaction.callback).toMatchObject({ type: 5, data: { flags: EPHEMERAL } });
       expect(interaction.callback!.at - interaction.created_at).toBeLessThan(3000);
       expect(answer).toMatchObject({ ephemeral: true });
-      expect(await h.command(interaction)).toMatchObject({ acknowledged: true, state: 'completed' });
+      await expect.poll(() => h!.command(interaction)).toMatchObject({ acknowledged: true, state: 'completed' });
     },
     BUDGET_MS,
   );
@@ -537,6 +554,68 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       } finally {
         await other.deps.discord.stop();
         await other.close();
+      }
+    },
+    BUDGET_MS,
+  );
+
+  it(
+    'says why it cannot connect, in one log line, on Status and in the reply to Connect: a refused token, no session starts left, Discord unreachable',
+    async () => {
+      const discord = await startFakeDiscord();
+      const ctx = await createTestContext({ env: { DISCORD_TOKEN: discord.token, DISCORD_APPLICATION_ID: discord.applicationId, DISCORD_API_URL: discord.apiUrl } });
+      const lines: { level: number; msg: string }[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const botWith = (token: string) =>
+        new DiscordBot({
+          token,
+          applicationId: discord.applicationId,
+          apiUrl: discord.apiUrl,
+          owner: ctx.deps.pipeline.owner,
+          database: ctx.deps.database,
+          clock: ctx.deps.clock,
+          config: ctx.deps.config,
+          logger,
+          gatewayLogger: logger,
+          notificationLogger: logger,
+          askCommands: ctx.deps.askCommands,
+          users: ctx.deps.users,
+          events: ctx.deps.events,
+          timeZone: () => 'UTC',
+          productName: 'Con Concierge',
+        });
+      const status = async () => (await ctx.app.inject({ method: 'GET', url: '/api/status', headers: { cookie: await signIn(ctx.app) } })).json();
+      const errors = () => lines.filter((line) => line.level === 50).map((line) => line.msg);
+      try {
+        const refused = botWith('not-the-token');
+        await refused.tick();
+        const reason = 'Discord refused the bot token (401 Unauthorized): check DISCORD_TOKEN.';
+        expect(errors()).toEqual([`Discord bot cannot connect: ${reason}`]);
+        expect((await status()).discord).toMatchObject({ configured: true, connected: false, state: 'failed', reason });
+        expect((await status()).warnings).toContain(`Discord bot: ${reason}`);
+        // Retrying cannot help a refused token: the bot waits for an operator.
+        await refused.tick();
+        expect(errors()).toHaveLength(1);
+        await expect(refused.connect()).rejects.toMatchObject({ status: 502, message: `Could not connect to Discord: ${reason}` });
+        await refused.stop();
+
+        discord.knobs.sessionStartRemaining = 0;
+        const limited = botWith(discord.token);
+        await limited.tick();
+        expect((await limited.figures()).reason).toMatch(/^Discord's limit of gateway session starts is used up: Not enough sessions remaining/);
+        await limited.stop();
+
+        await discord.close();
+        const unreachable = botWith(discord.token);
+        await unreachable.tick();
+        const unreachableReason = (await unreachable.figures()).reason!;
+        expect(unreachableReason.startsWith(`Could not reach Discord at ${discord.apiUrl}: `)).toBe(true);
+        expect(unreachableReason).toMatch(/\((ECONNREFUSED|ECONNRESET|UND_ERR_SOCKET)\)\.$/);
+        expect(errors().at(-1)).toBe(`Discord bot cannot connect: ${unreachableReason}`);
+        await unreachable.stop();
+      } finally {
+        await ctx.close();
+        await discord.close();
       }
     },
     BUDGET_MS,

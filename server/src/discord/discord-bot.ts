@@ -535,8 +535,13 @@ export function describeFailure(error: unknown, apiUrl: string): { reason: strin
     return { reason: 'Discord refused the bot token (401 Unauthorized): check DISCORD_TOKEN.', fatal: true };
   }
   const message = error instanceof Error ? error.message : String(error);
-  const code = (error as { code?: unknown; cause?: { code?: unknown } } | null)?.cause?.code ?? (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return { reason: `Could not reach Discord at ${apiUrl} (${code}).`, fatal: false };
+  // A network failure: the socket's own error code, wherever in the chain of causes it is.
+  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === 'string' && /^(E[A-Z]+|UND_ERR_[A-Z_]+)$/.test(code)) {
+      return { reason: `Could not reach Discord at ${apiUrl}: ${cause.message} (${code}).`, fatal: false };
+    }
+  }
   if (/sessions remaining/i.test(message)) return { reason: `Discord's limit of gateway session starts is used up: ${message}`, fatal: false };
   return { reason: `Could not connect to Discord: ${message}`, fatal: false };
 }

@@ -140,8 +140,9 @@ describe('the Discord bot across a crash', () => {
       expect(interaction.original!.content).toContain(ANSWER);
       expect(interaction.original!.content).toContain('-# 9 of 10 questions left in the next 6 h');
 
-      const command = await db.selectFrom('ask_commands').selectAll().where('interaction_id', '=', interaction.id).executeTakeFirstOrThrow();
-      expect(command).toMatchObject({ state: 'completed', attempts: 2, owner: null, step: 'feedback_open', discord_message_id: interaction.original!.id });
+      await expect
+        .poll(() => db.selectFrom('ask_commands').selectAll().where('interaction_id', '=', interaction.id).executeTakeFirstOrThrow(), { timeout: 5000 })
+        .toMatchObject({ state: 'completed', attempts: 2, owner: null, step: 'feedback_open', discord_message_id: interaction.original!.id });
       // Resumed from its stored run: one run at the provider.
       expect(openai.journal.filter((entry) => entry.method === 'POST' && entry.path === '/v1/responses')).toHaveLength(1);
 

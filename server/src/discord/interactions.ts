@@ -99,9 +99,10 @@ export class InteractionHandler {
     try {
       const botId = this.#options.botUserId();
       if (!botId || message.author.bot || message.author.id === botId) return;
+      // Addressed to the bot: a mention, a reply to one of its messages, or a direct message.
       const mentioned = message.mentions.users.has(botId);
       const repliedTo = message.mentions.repliedUser?.id === botId;
-      if (!mentioned && !repliedTo) return;
+      if (!mentioned && !repliedTo && message.inGuild()) return;
       await this.#options.handled();
       await this.#seen(message.author, message.member);
       await this.#options.storeMessage(message);

@@ -47,6 +47,8 @@ export interface DiscordHarness {
   answerOf(interaction: FakeInteraction, options?: { parts?: number }): Promise<FakeMessage[]>;
   /** The stored ask command of an interaction. */
   command(interaction: FakeInteraction): Promise<Record<string, any>>;
+  /** The ask command once the bot has recorded the answer's delivery (its message id). */
+  delivered(interaction: FakeInteraction): Promise<Record<string, any>>;
   /** What the notification channel shows. */
   notifications(): string[];
   close(): Promise<void>;
@@ -96,6 +98,8 @@ export async function startDiscordHarness(
     await expect.poll(() => discord.commands.length, { timeout: 10_000 }).toBe(3);
   }
   if (options.startWorker ?? true) ctx.deps.askWorker.start();
+  const command = (interaction: FakeInteraction) =>
+    ctx.deps.database.db.selectFrom('ask_commands').selectAll().where('interaction_id', '=', interaction.id).executeTakeFirstOrThrow();
 
   return {
     ctx,
@@ -114,8 +118,10 @@ export async function startDiscordHarness(
         .toBe(true);
       return [interaction.original!, ...interaction.followUps];
     },
-    async command(interaction) {
-      return ctx.deps.database.db.selectFrom('ask_commands').selectAll().where('interaction_id', '=', interaction.id).executeTakeFirstOrThrow();
+    command,
+    async delivered(interaction) {
+      await expect.poll(async () => (await command(interaction).catch(() => null))?.discord_message_id ?? null, { timeout: 5000, interval: 20 }).not.toBeNull();
+      return command(interaction);
     },
     notifications() {
       return discord.messages(discord.channels.notifications).map((message) => message.content);
