@@ -466,8 +466,7 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       await h.configure({ recover_panic: false });
       await acknowledged(h.discord.slashCommand({ command: 'forget', user: alice }));
       await expect.poll(() => h!.discord.connected).toBe(0);
-      const { discord } = await statusOf();
-      expect(discord.reason).toBe('Stopped after an error in a command handler (recover_panic is off): the database went away');
+      await expect.poll(async () => (await statusOf()).discord.reason).toBe('Stopped after an error in a command handler (recover_panic is off): the database went away');
       users.forget = forget;
       expect((await h.api('POST', '/api/discord/connect')).json()).toMatchObject({ connected: true });
     },
