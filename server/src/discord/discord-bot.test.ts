@@ -27,9 +27,11 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
       const alice = h.discord.user('alice');
       const interaction = h.ask(alice, 'Where is the lost and found?', { roles: [h.discord.guild.roles.donor] });
       const [answer, ...more] = await h.answerOf(interaction);
+      const answeredAt = h.time.now();
 
       expect(interaction.callback).toMatchObject({ type: 5 });
       expect(interaction.callback!.at - interaction.created_at).toBeLessThan(3000);
+      console.log(`/ask (${process.env.TEST_DB ?? 'sqlite'}): deferred ${interaction.callback!.at - interaction.created_at} ms after the interaction, answer seen ${answeredAt - interaction.created_at} ms after it`);
       expect(more).toEqual([]);
       expect(answer!.ephemeral).toBe(false);
       expect(answer!.content).toContain('registration desk in the lobby');
