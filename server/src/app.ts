@@ -119,7 +119,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerCrawlerRoutes(app, deps);
   registerUserRoutes(app, deps.users);
   registerAskRoutes(app, { askCommands: deps.askCommands, timeZone: deps.timeZone });
-  registerControlRoutes(app, { status: deps.status, requestShutdown: () => deps.requestShutdown() });
+  registerControlRoutes(app, { status: deps.status, discord: deps.discord, requestShutdown: () => deps.requestShutdown() });
   registerMetricsRoutes(app, { metrics: deps.metrics, auth: deps.auth, metricsToken: env.METRICS_TOKEN });
 
   await registerWebApp(app, {

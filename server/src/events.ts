@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { ScheduleChange } from './crawler/parse/diff.ts';
 
 /**
  * One answered (or failed) question, from any front, as the Watch feed and
@@ -41,6 +42,8 @@ export interface ProviderCallTiming {
 export interface CrawlerRunEvent {
   outcome: 'stored' | 'skipped' | 'held' | 'failed';
   duration_ms: number;
+  /** What a stored run changed since the last good one (the bot announces moves and cancellations). */
+  changes?: ScheduleChange[];
 }
 
 /** The day's token budget was found spent (published once per day, by one process). */

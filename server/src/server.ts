@@ -27,6 +27,7 @@ export async function startServer(
     await app.listen({ port: env.PORT, host: env.HOST });
     deps.leases.start();
     deps.askWorker.start();
+    deps.discord.start();
     // A new provider or vector store gets the known documents again; the crawler's first upload waits for it.
     void deps.knowledge.sync();
     if (options.runCrawler ?? true) deps.crawlerScheduler.start();

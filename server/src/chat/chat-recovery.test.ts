@@ -91,7 +91,7 @@ describe('public chat questions after a process stops', () => {
 
     const history = (await ctx.app.inject({ method: 'GET', url: '/public/chat/history', headers: { cookie } })).json();
     expect(history.exchanges.map((exchange: { answer: string }) => exchange.answer)).toEqual([row.response]);
-    await expect.poll(async () => (await send({ message: 'Where is the lost and found?' })).statusCode).toBe(200);
+    await expect.poll(async () => (await send({ message: 'Where is the lost and found?' })).statusCode, { timeout: 10_000 }).toBe(200);
   });
 
   it('asks once more a question that never reached a run, without repeating the stored question', async () => {
@@ -111,7 +111,7 @@ describe('public chat questions after a process stops', () => {
     const row = await settled(id);
     expect(row).toMatchObject({ state: 'failed', error: ASK_ERRORS.interrupted, owner: null });
     expect(await runs(id)).toBe(0);
-    await expect.poll(async () => (await send({ message: 'Where is the lost and found?' })).statusCode).toBe(200);
+    await expect.poll(async () => (await send({ message: 'Where is the lost and found?' })).statusCode, { timeout: 10_000 }).toBe(200);
     const counters = Object.fromEntries((await db().selectFrom('public_chat_counters').selectAll().execute()).map((counter) => [counter.name, Number(counter.value)]));
     expect(counters['state:processing']).toBe(0);
     expect(counters['state:failed']).toBe(1);
