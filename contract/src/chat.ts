@@ -1,28 +1,16 @@
 import { z } from 'zod';
 
-export const CHAT_MESSAGE_MAX = 2500;
-export const FEEDBACK_DESCRIPTION_MAX = 500;
-export const FEEDBACK_OTHER_DESCRIPTION_MAX = 2000;
-export const FEEDBACK_DETAIL_MAX = 4000;
-
-export const FEEDBACK_TYPES = ['good', 'outdated', 'hallucinated', 'other'] as const;
-export type FeedbackType = (typeof FEEDBACK_TYPES)[number];
-
-/** Labels for admin chips and counts (SPEC §4). */
-export const FEEDBACK_TYPE_LABELS: Record<FeedbackType, string> = {
-  good: 'Good Response',
-  outdated: 'Outdated Information',
-  hallucinated: 'Incorrect Information',
-  other: 'Other',
-};
-
-/** The Provide Feedback dialog's choices (SPEC §5). */
-export const FEEDBACK_CHOICES: { type: FeedbackType; label: string; description: string }[] = [
-  { type: 'good', label: 'Good response', description: 'This response was helpful and accurate.' },
-  { type: 'outdated', label: 'Outdated information', description: 'This response contains outdated information.' },
-  { type: 'hallucinated', label: 'Incorrect information', description: 'This response contains factual errors.' },
-  { type: 'other', label: 'Other', description: 'Something else (please specify below).' },
-];
+export {
+  CHAT_MESSAGE_MAX,
+  FEEDBACK_CHOICES,
+  FEEDBACK_DESCRIPTION_MAX,
+  FEEDBACK_DETAIL_MAX,
+  FEEDBACK_OTHER_DESCRIPTION_MAX,
+  FEEDBACK_TYPE_LABELS,
+  FEEDBACK_TYPES,
+  type FeedbackType,
+} from './chat-constants.ts';
+import { CHAT_MESSAGE_MAX, FEEDBACK_DESCRIPTION_MAX, FEEDBACK_DETAIL_MAX, FEEDBACK_OTHER_DESCRIPTION_MAX, FEEDBACK_TYPES } from './chat-constants.ts';
 
 /**
  * What an answer cites (DESIGN §9 "Sources"): a schedule event by the feed's

@@ -1,0 +1,58 @@
+import { formatPeopleTime } from '@concierge/contract/people-time';
+import type { Source } from '@concierge/contract';
+import { runtimeConfig } from '../app/runtime-config.ts';
+import { CalendarIcon, FileIcon } from './icons.tsx';
+
+const sourceKey = (source: Source) => `${source.kind}:${source.event_uid ?? source.file_id ?? source.title}`;
+
+/** DESIGN §9: one event as an iCalendar file, from the latest good crawl. */
+export const calendarUrl = (uid: string) => `/public/schedule/events/${encodeURIComponent(uid)}.ics`;
+
+/** A calendar file's name a person recognises: the event's title, not its id. */
+const calendarFileName = (title: string) => `${title.replace(/[^\p{L}\p{N} _-]+/gu, '').trim().slice(0, 60) || 'event'}.ics`;
+
+/**
+ * What an answer cites (DESIGN §9 "Sources"): events as title · day time ·
+ * room with "Add to calendar"; files by their title, never a generated file
+ * name. Times in the convention's zone, 24-hour.
+ */
+export function Sources({ sources }: { sources: Source[] }) {
+  if (sources.length === 0) return null;
+  return (
+    <div className="cc-sources">
+      <p className="cc-sources__heading">Sources</p>
+      <ul>
+        {sources.map((source) => {
+          const details = [source.starts_at && formatPeopleTime(source.starts_at, runtimeConfig.timeZone), source.location].filter(Boolean);
+          return source.kind === 'event' ? (
+            <li key={sourceKey(source)} className="cc-source" title={`Source: ${source.title}`}>
+              <span className="cc-source__text">
+                <span className="cc-source__title">{source.title}</span>
+                {details.length > 0 && (
+                  <>
+                    {/* Read as one line, "title · day time · room"; shown with the details under the title. */}
+                    <span className="cc-sr-only"> · </span>
+                    <span className="cc-source__details">{details.join(' · ')}</span>
+                  </>
+                )}
+              </span>
+              {source.event_uid && (
+                <a className="cc-link-button" href={calendarUrl(source.event_uid)} download={calendarFileName(source.title)} aria-label={`Add to calendar: ${source.title}`}>
+                  <CalendarIcon size={16} />
+                  Add to calendar
+                </a>
+              )}
+            </li>
+          ) : (
+            <li key={sourceKey(source)} className="cc-source" title={`Source: ${source.title}`}>
+              <span className="cc-source__file">
+                <FileIcon size={16} />
+                <span className="cc-source__title">{source.title}</span>
+              </span>
+            </li>
+          );
+        })}
+      </ul>
+    </div>
+  );
+}
