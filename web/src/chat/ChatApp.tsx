@@ -27,6 +27,8 @@ export function ChatApp() {
   const inputRef = useRef<HTMLTextAreaElement>(null);
   const ready = readiness.kind === 'ready';
   const focusInput = useCallback(() => inputRef.current?.focus({ preventScroll: true }), []);
+  // After a dialog closes: once it is gone, as the page behind a modal dialog cannot take the focus.
+  const focusInputSoon = useCallback(() => window.setTimeout(focusInput, 0), [focusInput]);
 
   const scroll = useConversationScroll(messages, chat.restoredAt);
 
@@ -152,7 +154,7 @@ export function ChatApp() {
             onSubmitted={() => chat.markFeedback(feedbackFor.id)}
             onClose={() => {
               setFeedbackFor(null);
-              focusInput();
+              focusInputSoon();
             }}
           />
         </Suspense>
@@ -162,7 +164,7 @@ export function ChatApp() {
           <InfoDialog
             onClose={() => {
               setInfoOpen(false);
-              focusInput();
+              focusInputSoon();
             }}
           />
         </Suspense>

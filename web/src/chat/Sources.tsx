@@ -1,7 +1,11 @@
 import { formatPeopleTime } from '@concierge/contract/people-time';
 import type { Source } from '@concierge/contract';
+import { useState } from 'react';
 import { runtimeConfig } from '../app/runtime-config.ts';
 import { CalendarIcon, FileIcon } from './icons.tsx';
+
+/** A phone shows this many at first: a long list would push the answer's end off the screen. */
+const FIRST_SHOWN = 3;
 
 const sourceKey = (source: Source) => `${source.kind}:${source.event_uid ?? source.file_id ?? source.title}`;
 
@@ -17,12 +21,14 @@ const calendarFileName = (title: string) => `${title.replace(/[^\p{L}\p{N} _-]+/
  * name. Times in the convention's zone, 24-hour.
  */
 export function Sources({ sources }: { sources: Source[] }) {
+  const [all, setAll] = useState(false);
   if (sources.length === 0) return null;
+  const shown = all ? sources : sources.slice(0, FIRST_SHOWN);
   return (
     <div className="cc-sources">
       <p className="cc-sources__heading">Sources</p>
       <ul>
-        {sources.map((source) => {
+        {shown.map((source) => {
           const details = [source.starts_at && formatPeopleTime(source.starts_at, runtimeConfig.timeZone), source.location].filter(Boolean);
           return source.kind === 'event' ? (
             <li key={sourceKey(source)} className="cc-source" title={`Source: ${source.title}`}>
@@ -53,6 +59,11 @@ export function Sources({ sources }: { sources: Source[] }) {
           );
         })}
       </ul>
+      {shown.length < sources.length && (
+        <button type="button" className="cc-button cc-button--text cc-more" onClick={() => setAll(true)}>
+          Show all {sources.length} sources
+        </button>
+      )}
     </div>
   );
 }

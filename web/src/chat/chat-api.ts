@@ -1,4 +1,14 @@
 import type { ChatHistoryReply, ChatReply, FeedbackType, Source } from '@concierge/contract';
+
+/** A reply as the server sends it: a stopped answer says so, its partial answer in `response`. */
+type Reply = ChatReply & { stopped?: boolean };
+
+/** POST /public/chat/cancel's reply (DESIGN §9). */
+export interface ChatCancelReply {
+  feedback_id: number;
+  state: string;
+  response: string | null;
+}
 import { createParser } from 'eventsource-parser';
 import { ApiError, api, readJson } from '../api/client.ts';
 
@@ -40,7 +50,7 @@ export type SendOutcome =
    * `operatorWording`: the text is the operator's markdown (the paused message), not one of SPEC's plain texts.
    * `stopped`: the visitor pressed Stop; `partial` is what had arrived.
    */
-  | { ok: false; error: string; operatorWording?: boolean; stopped?: boolean };
+  | { ok: false; error: string; operatorWording?: boolean; stopped?: boolean; partial?: string };
 
 /** While the bot is paused the server answers 503 with the operator's paused message (DESIGN §9). */
 const pausedMessage = (error: unknown) =>
@@ -75,8 +85,10 @@ export function sendErrorText(error: unknown): string {
 }
 
 /** The reply (JSON, or an event stream's `done`) as the visitor sees it. */
-function outcomeOf(reply: ChatReply | '' | null): SendOutcome {
+function outcomeOf(reply: Reply | '' | null): SendOutcome {
   if (!reply || typeof reply !== 'object') return { ok: false, error: CHAT_TEXT.interrupted };
+  // Stopped (DESIGN §9 cancel, from this page or another of the session's).
+  if (reply.stopped) return { ok: false, error: '', stopped: true, partial: reply.response };
   if (!reply.success) return { ok: false, error: reply.error ? `Error: ${reply.error}` : CHAT_TEXT.sendFailed };
   if (!reply.response) return { ok: false, error: CHAT_TEXT.interrupted };
   return { ok: true, response: reply.response, feedbackId: reply.feedback_id, sources: reply.sources ?? [] };
@@ -101,15 +113,15 @@ class StreamDropped extends Error {}
  * Reads DESIGN §9's event stream: `delta` chunks, then one `done` carrying
  * the usual reply. A stream that ends without `done` dropped on the way.
  */
-async function readEventStream(body: ReadableStream<Uint8Array>, onDelta: (text: string) => void): Promise<ChatReply> {
-  let done: ChatReply | null = null;
+async function readEventStream(body: ReadableStream<Uint8Array>, onDelta: (text: string) => void): Promise<Reply> {
+  let done: Reply | null = null;
   const parser = createParser({
     onEvent(event) {
       if (event.event === 'delta') {
         const chunk = (JSON.parse(event.data) as { text?: unknown }).text;
         if (typeof chunk === 'string' && chunk) onDelta(chunk);
       } else if (event.event === 'done') {
-        done = JSON.parse(event.data) as ChatReply;
+        done = JSON.parse(event.data) as Reply;
       }
     },
   });
@@ -162,7 +174,7 @@ export async function sendMessage(message: string, token: string, clientMessageI
           throw new ApiError('network', 0, error instanceof Error ? error.message : 'The answer stream dropped');
         }
       }
-      return outcomeOf(await readJson<ChatReply | ''>(response));
+      return outcomeOf(await readJson<Reply | ''>(response));
     } catch (error) {
       if (stopped()) return { ok: false, error: '', stopped: true };
       if (deadline.aborted) return { ok: false, error: CHAT_TEXT.timeout };
@@ -179,12 +191,18 @@ export async function sendMessage(message: string, token: string, clientMessageI
   }
 }
 
-/** Stops an answer in flight (DESIGN §9): the run is cancelled and the session may ask again at once. */
-export async function cancelAnswer(clientMessageId: string): Promise<void> {
+/**
+ * Stops an answer in flight (DESIGN §9): the run is cancelled and the
+ * session may ask again at once. Resolves to how the question ended (its
+ * partial answer when stopped; the whole answer if it finished first), or
+ * null when the server could not say.
+ */
+export async function cancelAnswer(clientMessageId: string): Promise<ChatCancelReply | null> {
   try {
-    await api.post('/public/chat/cancel', { body: { client_message_id: clientMessageId }, timeoutMs: TIMEOUTS.cancel });
+    return await api.post<ChatCancelReply>('/public/chat/cancel', { body: { client_message_id: clientMessageId }, timeoutMs: TIMEOUTS.cancel });
   } catch {
     // Nothing to tell the visitor: the answer is stopped on their side either way.
+    return null;
   }
 }
 

@@ -15,6 +15,7 @@ export type Readiness =
   | { kind: 'failed'; error: string };
 
 const now = () => new Date().toISOString();
+const longer = (shown: string, stored: string | undefined) => (stored && stored.length > shown.length ? stored : shown);
 
 export function welcomeMessage(): ChatMessage {
   const { chat } = runtimeConfig;
@@ -185,7 +186,7 @@ export function useChat() {
         return { restoreInput: null };
       }
       if (outcome.stopped) {
-        update(answerId, (message) => ({ status: 'stopped', text: message.text }));
+        update(answerId, (message) => ({ status: 'stopped', text: longer(message.text, outcome.partial) }));
         setAnnouncement('Stopped.');
         return { restoreInput: question };
       }
@@ -198,12 +199,20 @@ export function useChat() {
   /** Stop (DESIGN §9 cancel): the partial answer stays, marked stopped, and the visitor may ask again at once. */
   const stop = useCallback(() => {
     if (!inFlight) return;
-    inFlight.controller.abort();
-    const request = cancelAnswer(inFlight.clientMessageId).finally(() => {
-      if (cancelling.current === request) cancelling.current = null;
-    });
+    const { messageId, clientMessageId, controller } = inFlight;
+    controller.abort();
+    const request = cancelAnswer(clientMessageId)
+      .then((ended) => {
+        if (!ended?.response) return;
+        // What the server kept: the partial answer, or the whole one if it finished before the Stop.
+        if (ended.state === 'completed') update(messageId, { text: ended.response, status: 'done', feedbackId: ended.feedback_id });
+        else update(messageId, (message) => ({ text: longer(message.text, ended.response ?? '') }));
+      })
+      .finally(() => {
+        if (cancelling.current === request) cancelling.current = null;
+      });
     cancelling.current = request;
-  }, [inFlight]);
+  }, [inFlight, update]);
 
   const markFeedback = useCallback((id: string) => update(id, { feedbackSubmitted: true }), [update]);
 
