@@ -32,12 +32,6 @@ export function ChatApp() {
 
   const scroll = useConversationScroll(messages, chat.restoredAt);
 
-  useEffect(() => {
-    // The markdown renderer comes right after first paint, before the first answer needs it.
-    const idle = window.requestIdleCallback ?? ((callback: () => void) => window.setTimeout(callback, 200));
-    idle(() => preloadMarkdown());
-  }, []);
-
   // Once the chat becomes ready (or ready again after verification), the box takes the focus on wide screens.
   const wasReady = useRef(false);
   useEffect(() => {
@@ -123,6 +117,8 @@ export function ChatApp() {
             <AutoGrowTextarea
               inputRef={inputRef}
               value={input}
+              // The markdown renderer is fetched once the visitor starts on a question, well before the answer needs it.
+              onFocus={preloadMarkdown}
               onChange={setInput}
               onKeyDown={onKeyDown}
               disabled={!ready}
@@ -179,10 +175,12 @@ function AutoGrowTextarea({
   value,
   onChange,
   onKeyDown,
+  onFocus,
   disabled,
 }: {
   inputRef: React.RefObject<HTMLTextAreaElement | null>;
   value: string;
+  onFocus: () => void;
   onChange: (value: string) => void;
   onKeyDown: (event: KeyboardEvent<HTMLTextAreaElement>) => void;
   disabled: boolean;
@@ -206,6 +204,8 @@ function AutoGrowTextarea({
       disabled={disabled}
       onChange={(event) => onChange(event.target.value.slice(0, CHAT_MESSAGE_MAX))}
       onKeyDown={onKeyDown}
+      onFocus={onFocus}
+      onPointerDown={onFocus}
     />
   );
 }

@@ -22,5 +22,5 @@ export function LazyMarkdown({ text, html }: { text: string; html?: string | nul
   );
 }
 
-/** Starts loading the renderer (once the page has painted), so the first answer does not wait for it. */
+/** Starts loading the renderer when a question is on its way (not on first load, which stays light), so the first answer does not wait for it. */
 export const preloadMarkdown = () => void import('./Markdown.tsx');

@@ -2,7 +2,7 @@ import { memo, useState } from 'react';
 import { runtimeConfig } from '../app/runtime-config.ts';
 import type { ChatMessage } from './chat-types.ts';
 import { CheckIcon, CopyIcon, FeedbackIcon, RetryIcon } from './icons.tsx';
-import { LazyMarkdown } from './LazyMarkdown.tsx';
+import { LazyMarkdown, preloadMarkdown } from './LazyMarkdown.tsx';
 import { toPlainText } from './plain-text.ts';
 import { Sources } from './Sources.tsx';
 
@@ -38,7 +38,7 @@ export const Message = memo(function Message({ message, actions }: { message: Ch
         {message.welcome && message.welcome.examples.length > 0 && (
           <div className="cc-examples">
             {message.welcome.examples.map((prompt) => (
-              <button key={prompt} type="button" className="cc-chip" onClick={() => actions.onExample(prompt)} disabled={actions.busy}>
+              <button key={prompt} type="button" className="cc-chip" onClick={() => actions.onExample(prompt)} onPointerDown={preloadMarkdown} disabled={actions.busy}>
                 {prompt}
               </button>
             ))}

@@ -166,19 +166,26 @@ export function useChat() {
 
       let streamed = '';
       let beforeRestart = '';
+      // One render per frame however fast chunks come: a phone re-renders the markdown, not every token.
+      let frame = 0;
+      const show = () => {
+        frame = 0;
+        // After a dropped stream the server starts the answer again: keep showing what was there until the new text passes it.
+        const shown = beforeRestart.length > streamed.length && beforeRestart.startsWith(streamed) ? beforeRestart : streamed;
+        update(answerId, { text: shown, status: 'streaming' });
+      };
       const outcome = await sendMessage(question, verifiedToken, clientMessageId, {
         signal: controller.signal,
         onDelta: (chunk) => {
           streamed += chunk;
-          // After a dropped stream the server starts the answer again: keep showing what was there until the new text passes it.
-          const shown = beforeRestart.length > streamed.length && beforeRestart.startsWith(streamed) ? beforeRestart : streamed;
-          update(answerId, { text: shown, status: 'streaming' });
+          frame ||= requestAnimationFrame(show);
         },
         onRestart: () => {
           beforeRestart = streamed.length > beforeRestart.length ? streamed : beforeRestart;
           streamed = '';
         },
       });
+      if (frame) cancelAnimationFrame(frame);
       setInFlight(null);
       if (outcome.ok) {
         update(answerId, { text: outcome.response, status: 'done', feedbackId: outcome.feedbackId ?? undefined, sources: outcome.sources, timestamp: now() });
