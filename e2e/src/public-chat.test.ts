@@ -157,7 +157,8 @@ describe('the public chat with human verification', () => {
 
     await input(page).fill('hello there');
     await input(page).press('Enter');
-    await page.locator('[data-role="assistant"]').nth(1).waitFor();
+    // The answer itself, not the thinking indicator before it.
+    await page.locator('[data-role="assistant"][data-status="done"]').nth(1).waitFor();
     await context.close();
   });
 
