@@ -15,6 +15,10 @@ describe('the welcome as HTML in the page', () => {
     );
   });
 
+  it('keeps the page to one h1: headings step down', () => {
+    expect(markdownToSafeHtml('# Welcome\n\n## Tonight\n\n#### Small')).toBe('<h3>Welcome</h3>\n<h4>Tonight</h4>\n<h5>Small</h5>');
+  });
+
   it('never passes raw HTML or a script link through', () => {
     const html = markdownToSafeHtml('<img src=x onerror="alert(1)">\n\nHi <script>alert(2)</script> [click](javascript:alert(3)) [data](data:text/html,x)');
     expect(html).not.toMatch(/<img|<script|javascript:|data:text/);

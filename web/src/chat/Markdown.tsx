@@ -1,7 +1,14 @@
 import ReactMarkdown, { type Components } from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 
+/** A heading in an answer sits under the page's own (h1) and the dialogs' (h2): # becomes h3, ## h4, the rest h5. */
 const components: Components = {
+  h1: ({ children }) => <h3>{children}</h3>,
+  h2: ({ children }) => <h4>{children}</h4>,
+  h3: ({ children }) => <h5>{children}</h5>,
+  h4: ({ children }) => <h5>{children}</h5>,
+  h5: ({ children }) => <h5>{children}</h5>,
+  h6: ({ children }) => <h5>{children}</h5>,
   // Links leave the chat in a new tab, without access back to it.
   a: ({ href, children }) => (
     <a href={href} target="_blank" rel="noopener noreferrer">
