@@ -16,7 +16,7 @@ describe('the welcome as HTML in the page', () => {
   });
 
   it('keeps the page to one h1: headings step down', () => {
-    expect(markdownToSafeHtml('# Welcome\n\n## Tonight\n\n#### Small')).toBe('<h3>Welcome</h3>\n<h4>Tonight</h4>\n<h5>Small</h5>');
+    expect(markdownToSafeHtml('# Welcome\n\n## Tonight\n\n#### Small')).toBe('<h2>Welcome</h2>\n<h3>Tonight</h3>\n<h5>Small</h5>');
   });
 
   it('never passes raw HTML or a script link through', () => {

@@ -1,14 +1,13 @@
 import ReactMarkdown, { type Components } from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 
-/** A heading in an answer sits under the page's own (h1) and the dialogs' (h2): # becomes h3, ## h4, the rest h5. */
+/** A heading in an answer sits one level under the page's own h1: # becomes h2, ## h3, and so on. */
 const components: Components = {
-  h1: ({ children }) => <h3>{children}</h3>,
-  h2: ({ children }) => <h4>{children}</h4>,
-  h3: ({ children }) => <h5>{children}</h5>,
+  h1: ({ children }) => <h2>{children}</h2>,
+  h2: ({ children }) => <h3>{children}</h3>,
+  h3: ({ children }) => <h4>{children}</h4>,
   h4: ({ children }) => <h5>{children}</h5>,
-  h5: ({ children }) => <h5>{children}</h5>,
-  h6: ({ children }) => <h5>{children}</h5>,
+  h5: ({ children }) => <h6>{children}</h6>,
   // Links leave the chat in a new tab, without access back to it.
   a: ({ href, children }) => (
     <a href={href} target="_blank" rel="noopener noreferrer">
