@@ -124,14 +124,24 @@ export function ChatApp() {
               disabled={!ready}
             />
             {pending ? (
-              <button type="button" className="cc-send cc-send--stop" aria-label="Stop" title="Stop" onClick={() => {
-                chat.stop();
-                focusInput();
-              }}>
+              <button
+                key="stop"
+                type="button"
+                className="cc-send cc-send--stop"
+                aria-label="Stop"
+                title="Stop"
+                onClick={(event) => {
+                  // The answer ends within this click (its promise settles before the click's default action), and the
+                  // Send button then in this place must not take the click as a submit of the restored question.
+                  event.preventDefault();
+                  chat.stop();
+                  focusInput();
+                }}
+              >
                 <StopIcon />
               </button>
             ) : (
-              <button type="submit" className="cc-send" aria-label="Send" title="Send" disabled={!ready || !input.trim()}>
+              <button key="send" type="submit" className="cc-send" aria-label="Send" title="Send" disabled={!ready || !input.trim()}>
                 <SendIcon />
               </button>
             )}

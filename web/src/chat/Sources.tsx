@@ -12,9 +12,6 @@ const sourceKey = (source: Source) => `${source.kind}:${source.event_uid ?? sour
 /** DESIGN §9: one event as an iCalendar file, from the latest good crawl. */
 export const calendarUrl = (uid: string) => `/public/schedule/events/${encodeURIComponent(uid)}.ics`;
 
-/** A calendar file's name a person recognises: the event's title, not its id. */
-const calendarFileName = (title: string) => `${title.replace(/[^\p{L}\p{N} _-]+/gu, '').trim().slice(0, 60) || 'event'}.ics`;
-
 /**
  * What an answer cites (DESIGN §9 "Sources"): events as title · day time ·
  * room with "Add to calendar"; files by their title, never a generated file
@@ -43,7 +40,7 @@ export function Sources({ sources }: { sources: Source[] }) {
                 )}
               </span>
               {source.event_uid && (
-                <a className="cc-link-button" href={calendarUrl(source.event_uid)} download={calendarFileName(source.title)} aria-label={`Add to calendar: ${source.title}`}>
+                <a className="cc-link-button" href={calendarUrl(source.event_uid)} download aria-label={`Add to calendar: ${source.title}`}>
                   <CalendarIcon size={16} />
                   Add to calendar
                 </a>
