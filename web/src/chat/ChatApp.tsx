@@ -1,5 +1,5 @@
 import { CHAT_MESSAGE_MAX } from '@concierge/contract/chat-constants';
-import { lazy, Suspense, useCallback, useEffect, useLayoutEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { runtimeConfig } from '../app/runtime-config.ts';
 import { CHAT_TEXT } from './chat-api.ts';
 import type { ChatMessage } from './chat-types.ts';
@@ -57,12 +57,19 @@ export function ChatApp() {
     }
   };
 
-  const actions: MessageActions = {
-    busy: pending || !ready,
-    onExample: (prompt) => void ask(prompt),
-    onRetry: (message) => message.question && void ask(message.question, message),
-    onFeedback: setFeedbackFor,
-  };
+  // Stable while an answer streams, so only the message that changes renders again (its markdown is parsed anew each frame).
+  const latestAsk = useRef(ask);
+  latestAsk.current = ask;
+  const busy = pending || !ready;
+  const actions = useMemo<MessageActions>(
+    () => ({
+      busy,
+      onExample: (prompt) => void latestAsk.current(prompt),
+      onRetry: (message) => message.question && void latestAsk.current(message.question, message),
+      onFeedback: setFeedbackFor,
+    }),
+    [busy],
+  );
 
   const startOver = async () => {
     if (await chat.newConversation()) setInput('');
