@@ -29,6 +29,23 @@ export const SourceSchema = z.object({
 });
 export type Source = z.infer<typeof SourceSchema>;
 
+/** GET /public/schedule/events/{uid}.ics: an event source's "Add to calendar" (the UID URL-encoded). */
+export const scheduleEventCalendarUrl = (uid: string) => `/public/schedule/events/${encodeURIComponent(uid)}.ics`;
+export const ScheduleEventFileParamsSchema = z.object({
+  file: z
+    .string()
+    .max(600, 'file: the event id is too long')
+    .regex(/\.ics$/, 'file: must be the event id followed by .ics'),
+});
+
+/** The browser's id for one question: a retry under the same id is answered once (DESIGN §9). */
+const ClientMessageIdSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9_-]+$/, 'client_message_id may contain letters, digits, _ and - only');
+
 export const ChatSendRequestSchema = z.object({
   message: z
     .string()
@@ -38,25 +55,61 @@ export const ChatSendRequestSchema = z.object({
   /** The verified token, or an empty string; the session's verification is what counts (DESIGN §7). */
   token: z.string().max(4096).optional(),
   /** The browser's id for this question, so a retry over flaky Wi-Fi is answered once. */
-  client_message_id: z
-    .string()
-    .trim()
-    .min(1)
-    .max(100)
-    .regex(/^[A-Za-z0-9_-]+$/, 'client_message_id may contain letters, digits, _ and - only')
-    .optional(),
+  client_message_id: ClientMessageIdSchema.optional(),
 });
 export type ChatSendRequest = z.infer<typeof ChatSendRequestSchema>;
 
-/** SPEC §3 "Chat reply", plus the sources the answer cites. */
+/** What a stopped answer's reply says (`error`), its partial answer in `response`. */
+export const ANSWER_STOPPED_MESSAGE = 'The answer was stopped.';
+
+/**
+ * SPEC §3 "Chat reply", plus the sources the answer cites. An answer the
+ * visitor stopped (POST /public/chat/cancel) replies `success: false`,
+ * `stopped: true`, its partial answer in `response`.
+ */
 export const ChatReplySchema = z.object({
   success: z.boolean(),
   response: z.string(),
   feedback_id: z.number().nullable(),
   error: z.string().nullable(),
   sources: z.array(SourceSchema).optional(),
+  stopped: z.boolean().optional(),
+  /** The stable code of a failure (the JSON error body's `code`), in a streamed `done`. */
+  code: z.string().optional(),
 });
 export type ChatReply = z.infer<typeof ChatReplySchema>;
+
+/**
+ * The streamed answer (DESIGN §9), `Accept: text/event-stream` on
+ * POST /public/chat/send and /api/chat/send: `event: delta` with
+ * `data: {"text": "<chunk>"}` zero or more times (the answer is the chunks
+ * put together, in order), then exactly one `event: done` whose data is the
+ * ChatReply; comment lines (`: keep-alive`) in between at least every 15 s.
+ */
+export const CHAT_STREAM_EVENTS = { delta: 'delta', done: 'done' } as const;
+export const ChatDeltaSchema = z.object({ text: z.string() });
+export type ChatDelta = z.infer<typeof ChatDeltaSchema>;
+
+/** POST /public/chat/cancel: stops the session's answer to this question (DESIGN §9). */
+export const ChatCancelRequestSchema = z.object({ client_message_id: ClientMessageIdSchema });
+export type ChatCancelRequest = z.infer<typeof ChatCancelRequestSchema>;
+
+/**
+ * The question after the cancel: `state` `aborted` when it was stopped (its
+ * partial answer in `response`), or how it had already ended
+ * (`completed`, `failed`, `aborted`).
+ */
+export const ChatCancelReplySchema = z.object({
+  success: z.literal(true),
+  error: z.null(),
+  feedback_id: z.number(),
+  state: z.string(),
+  response: z.string().nullable(),
+});
+export type ChatCancelReply = z.infer<typeof ChatCancelReplySchema>;
+
+/** POST /public/chat/new_conversation: the next question starts a new thread; history shows only the new conversation. */
+export const ChatNewConversationReplySchema = z.object({ success: z.literal(true), error: z.null() });
 
 export const FeedbackRequestSchema = z
   .object({

@@ -110,7 +110,7 @@ describe('first-time setup, sign in and the console shell', () => {
   it('keeps the navigation off the public chat for visitors, with the product name from the server', async () => {
     const { context, page } = await newPage(browser, 'phone');
     await page.goto(`${product.url}/`);
-    await page.waitForURL('**/ui/');
+    await page.waitForURL('**/ui/chat');
     await expect.poll(() => page.getByText('Starfall Concierge').first().isVisible()).toBe(true);
     expect(await page.title()).toBe('Starfall Concierge');
     expect(await page.getByRole('button', { name: 'Open navigation' }).count()).toBe(0);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { examplePromptList, withProductName } from '@concierge/contract';
 import { readFileSync } from 'node:fs';
+import fastifyCompress from '@fastify/compress';
 import fastifyCookie from '@fastify/cookie';
 import fastifyHelmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -20,8 +21,8 @@ import { registerUserRoutes } from './users/users.routes.ts';
 import { registerMetricsRoutes } from './metrics/metrics.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
 import { registerOpenApi } from './http/openapi.ts';
-import { registerSecurityHooks } from './http/security.ts';
 import { markdownToSafeHtml } from './http/markdown-html.ts';
+import { registerSecurityHooks, signedInAdmin } from './http/security.ts';
 import { registerWebApp } from './http/web-app.ts';
 
 const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
@@ -103,13 +104,16 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     strictTransportSecurity: https ? undefined : false,
   });
   await app.register(fastifyCookie, { secret: deps.sessionSecret });
+  // DESIGN §9: replies over 1 KB compressed (br, else gzip) when the client takes it; text/event-stream never is
+  // (the plugin's default types leave it out), built assets come precompressed. Request bodies are not inflated.
+  await app.register(fastifyCompress, { threshold: 1024, encodings: ['br', 'gzip'], globalDecompression: false });
   await registerOpenApi(app, { title: `${env.PRODUCT_NAME} API`, version: deps.version });
 
   registerSecurityHooks(app, deps.auth);
   registerHealthRoutes(app, deps);
   registerAuthRoutes(app, deps.auth);
   registerConfigRoutes(app, deps.config);
-  registerChatRoutes(app, deps.chat, deps.lastRefresh);
+  registerChatRoutes(app, deps.chat, deps.lastRefresh, { clock: deps.clock, embeddable: env.EMBED_ORIGINS.length > 0 });
   await registerAssistantRoutes(app, deps.assistant, deps.knowledge);
   registerKnowledgeRoutes(app, deps.knowledge);
   registerMonitoringRoutes(app, deps);
@@ -121,6 +125,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   await registerWebApp(app, {
     distDir: env.WEB_DIST_DIR,
+    admin: (request, reply) => signedInAdmin(deps.auth, request, reply),
+    embedOrigins: env.EMBED_ORIGINS,
     values: () => {
       const config = deps.config.get();
       const named = (text: string) => withProductName(text, env.PRODUCT_NAME);

@@ -148,6 +148,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       logger: loggers.get('chat'),
       config,
       pipeline,
+      assistant,
       turnstile:
         env.TURNSTILE_SITE_KEY && env.TURNSTILE_SECRET_KEY ? { secretKey: env.TURNSTILE_SECRET_KEY, verifyUrl: env.TURNSTILE_VERIFY_URL } : null,
       fetch: options.fetch,

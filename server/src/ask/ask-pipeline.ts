@@ -18,13 +18,16 @@ export type AskStep = 'enqueue' | ProviderAskStep | 'feedback_open' | 'feedback_
 
 /** The longest wait for one answer: below the browser's 120 s timeout, so the visitor gets a clear error first (DESIGN §7). */
 export const ANSWER_CEILING_MS = 110_000;
+/** How long a question waits for a place under the concurrency cap before it is refused as busy (DESIGN §9 "Busy"). */
+export const BUSY_WAIT_MS = 5_000;
 /** A row being answered is held this long after its owner last renewed it (DESIGN §9). */
 export const LEASE_MS = 15_000;
 /** How often an owner renews its leases and looks for abandoned rows (DESIGN §9). */
 export const LEASE_RENEW_MS = 5_000;
 
 export const ASK_ERRORS = {
-  busy: 'The concierge is very busy right now. Please try again in a moment.',
+  /** SPEC §8's unavailable text (DESIGN §9 "Busy"). */
+  busy: 'The chat service is currently unavailable. Please try again later.',
   timeout: 'The assistant took too long to answer. Please try again with a shorter question or wait a moment.',
   providerError: 'The assistant could not answer right now. Please try again in a moment.',
   /** Stored on a question whose process stopped while answering it and that could not be resumed. */
@@ -57,6 +60,26 @@ export interface AskJob {
   log: CallContext;
   /** How long the answer may take from now (default ANSWER_CEILING_MS). */
   ceilingMs?: number;
+  /**
+   * Hands the answer's text on as the provider produces it (a front that
+   * streams, DESIGN §9). The pieces put together are the answer; the run is
+   * then created with its stream open and followed rather than polled.
+   */
+  onText?: (delta: string) => void;
+  /** Stops the answer (the visitor pressed Stop): the run is cancelled and the question ends `aborted`, its partial answer kept. */
+  signal?: AbortSignal;
+}
+
+/** An answer stopped before it was finished (DESIGN §9 cancel). */
+export interface AnswerStopped {
+  /** The text handed on before the stop. */
+  partial: string;
+  threadId: string | null;
+  runId: string | null;
+  runStatus: string | null;
+  usage: TokenUsage;
+  processingMs: number;
+  finishedAt: Date;
 }
 
 export interface AnswerOutcome {
@@ -97,6 +120,8 @@ export interface AskRecorder {
   runCreated(run: RunState): Promise<void>;
   completed(outcome: AnswerOutcome): Promise<void>;
   failed(failure: AnswerFailure): Promise<void>;
+  /** The answer was stopped (DESIGN §9 cancel); a front without it stores the stop as a failure. */
+  stopped?(stop: AnswerStopped): Promise<void>;
 }
 
 /** Thrown by `answer` when the question could not be answered; carries what was stored. */
@@ -105,6 +130,17 @@ export class AskFailedError extends AppError {
   constructor(failure: AnswerFailure, cause: unknown) {
     super(failure.status, failure.code, failure.userMessage, { cause });
     this.failure = failure;
+  }
+}
+
+export const STOPPED_MESSAGE = 'The answer was stopped.';
+
+/** Thrown by `answer` when the answer was stopped (already stored as such); carries the partial answer. */
+export class AskStoppedError extends AskFailedError {
+  readonly stop: AnswerStopped;
+  constructor(stop: AnswerStopped, failure: AnswerFailure, cause: unknown) {
+    super(failure, cause);
+    this.stop = stop;
   }
 }
 
@@ -146,6 +182,8 @@ export class AskPipeline {
   readonly owner = `proc_${randomBytes(9).toString('base64url')}`;
   readonly #options: AskPipelineOptions;
   #running = 0;
+  /** Questions waiting for a place (acquire with a wait), woken in turn as places free up. */
+  readonly #waiting: (() => void)[] = [];
 
   constructor(options: AskPipelineOptions) {
     this.#options = options;
@@ -213,6 +251,7 @@ export class AskPipeline {
         if (released) return;
         released = true;
         this.#running--;
+        this.#waiting.shift()?.();
       },
     };
   }
@@ -220,10 +259,41 @@ export class AskPipeline {
   /** A place under the concurrency cap, or a 503 `busy` (DESIGN §9 "Busy"). */
   acquire(): Slot {
     const slot = this.tryAcquire();
-    if (!slot) {
-      throw new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5' } });
-    }
+    if (!slot) throw busy();
     return slot;
+  }
+
+  /**
+   * A place under the concurrency cap, waiting up to `waitMs` (this
+   * pipeline's clock) for one to free up; past it, a 503 `busy` with
+   * Retry-After (DESIGN §9 "Busy").
+   */
+  async acquireWithin(waitMs: number = BUSY_WAIT_MS): Promise<Slot> {
+    const now = this.tryAcquire();
+    if (now) return now;
+    const deadline = this.#options.clock.deadline(waitMs);
+    try {
+      while (!deadline.signal.aborted) {
+        await new Promise<void>((resolve) => {
+          const wake = () => {
+            deadline.signal.removeEventListener('abort', giveUp);
+            resolve();
+          };
+          const giveUp = () => {
+            const at = this.#waiting.indexOf(wake);
+            if (at >= 0) this.#waiting.splice(at, 1);
+            resolve();
+          };
+          this.#waiting.push(wake);
+          deadline.signal.addEventListener('abort', giveUp, { once: true });
+        });
+        const slot = this.tryAcquire();
+        if (slot) return slot;
+      }
+    } finally {
+      deadline.clear();
+    }
+    throw busy();
   }
 
   /**
@@ -259,7 +329,17 @@ export class AskPipeline {
       },
     };
     const hooks: AskHooks = offline ? { step: storedHooks.step, runCreated: async (created) => void (run = created) } : storedHooks;
-    const options = { signal: ceiling.signal, hooks, settings: job.settings };
+    const signal = job.signal ? AbortSignal.any([ceiling.signal, job.signal]) : ceiling.signal;
+    const options = { signal, hooks, settings: job.settings };
+    /** The text handed on so far (a streaming front's partial answer). */
+    let handedOn = '';
+    const onText = job.onText
+      ? (delta: string) => {
+          if (!delta) return;
+          handedOn += delta;
+          job.onText!(delta);
+        }
+      : undefined;
     try {
       if (offline) await this.#options.fallback!.ready();
       let threadId = progress.threadId;
@@ -267,11 +347,11 @@ export class AskPipeline {
       if (progress.runId && threadId) {
         target = progress.runId;
       } else {
-        const startedRun = await assistant.start(job.log, job.prompt, progress, options);
+        const startedRun = await assistant.start(job.log, job.prompt, progress, { ...options, stream: Boolean(onText) });
         threadId = startedRun.threadId;
         target = startedRun.run;
       }
-      const result = await assistant.finish(job.log, threadId!, target, options);
+      const result = await assistant.finish(job.log, threadId!, target, { ...options, onText });
       const finishedAt = clock.now();
       if (!offline) await this.#spent(assistant, result.usage);
       const outcome: AnswerOutcome = offline
@@ -283,12 +363,41 @@ export class AskPipeline {
             finishedAt,
           }
         : { ...result, processingMs: finishedAt.getTime() - started, finishedAt };
+      // What the provider did not hand on as it went (the whole answer of a polled run, the fallback's note) goes now,
+      // so the pieces always put together the answer.
+      const text = outcome.answer.text;
+      if (onText && text.length > handedOn.length && text.startsWith(handedOn)) onText(text.slice(handedOn.length));
       await recorder.completed(outcome);
       this.#publish(job, { state: 'completed', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;
     } catch (error) {
       const finishedAt = clock.now();
       const lastRun = run as RunState | null;
+      const cancelledRun = error instanceof ProviderError && error.runStatus === 'cancelled';
+      if ((job.signal?.aborted && !ceiling.signal.aborted) || cancelledRun) {
+        // Stopped by the visitor (here, or in another process that cancelled the run): the run ends, the partial answer stays.
+        const runId = lastRun?.id ?? progress.runId;
+        if (runId && progress.threadId && !cancelledRun) {
+          await assistant.cancelRun(job.log, progress.threadId, runId).catch((cancelError: unknown) => {
+            this.#options.logger.warn({ err: cancelError, runId }, 'could not cancel a stopped run');
+          });
+        }
+        const stop: AnswerStopped = {
+          partial: handedOn,
+          threadId: progress.threadId,
+          runId,
+          runStatus: runId ? 'cancelled' : null,
+          usage: error instanceof ProviderError && error.usage ? error.usage : NO_USAGE,
+          processingMs: finishedAt.getTime() - started,
+          finishedAt,
+        };
+        const failure: AnswerFailure = { ...stop, status: 499, code: 'stopped', userMessage: STOPPED_MESSAGE, logMessage: STOPPED_MESSAGE };
+        if (!offline) await this.#spent(assistant, stop.usage);
+        if (recorder.stopped) await recorder.stopped(stop);
+        else await recorder.failed(failure);
+        this.#publish(job, { state: 'aborted', response: handedOn || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
+        throw new AskStoppedError(stop, failure, error);
+      }
       const failure: AnswerFailure = {
         ...describeFailure(error, ceiling.signal, job.ceilingMs ?? ANSWER_CEILING_MS),
         threadId: progress.threadId,
@@ -346,6 +455,8 @@ export class AskPipeline {
     this.#options.events.publish('answer', event);
   }
 }
+
+const busy = () => new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5' } });
 
 /** What the person asking is told, and what is stored, when an answer fails. */
 export function describeFailure(error: unknown, ceiling: AbortSignal, ceilingMs: number): { status: number; code: string; userMessage: string; logMessage: string } {

@@ -8,6 +8,7 @@ import { insertProviderLog } from './assistant.queries.ts';
 import {
   FINAL_RUN_STATUSES,
   ProviderError,
+  StreamUnavailableError,
   type Answer,
   type AssistantProvider,
   type ProviderCall,
@@ -155,9 +156,11 @@ export class AssistantService {
     context: CallContext,
     text: string,
     progress: AskProgress,
-    options: { signal?: AbortSignal; hooks?: AskHooks; settings: RunSettings },
+    options: { signal?: AbortSignal; hooks?: AskHooks; settings: RunSettings; stream?: boolean },
   ): Promise<StartedRun> {
     const { signal, hooks, settings } = options;
+    // A run someone will follow as it happens is created with its stream open (DESIGN §9).
+    const stream = Boolean(options.stream && this.provider.followRun);
     let threadId = progress.threadId;
     if (!threadId) {
       await hooks?.step?.('creating_thread');
@@ -175,27 +178,58 @@ export class AssistantService {
     await hooks?.step?.('creating_run');
     // openai_max_requests_per_second protects a paid API's rate limit; the offline assistant has none.
     if (this.provider.kind !== 'local') await this.#runGate.wait(signal);
-    const run = await this.#logged('create_run', context, (call) => this.provider.createRun(call, thread, settings));
-    await hooks?.runCreated?.(run);
+    const run = await this.#logged('create_run', context, (call) => this.provider.createRun(call, thread, settings, { stream }));
+    try {
+      await hooks?.runCreated?.(run);
+    } catch (error) {
+      run.stream?.close();
+      throw error;
+    }
     return { threadId: thread, messageId, run };
   }
 
   /**
-   * The second half: waits for the run to end (the first look is immediate,
-   * then the wait grows from the poll interval to its maximum) and reads its
-   * answer. `run` is the state `start` returned, or a stored run id.
+   * The second half: waits for the run to end and reads its answer. `run` is
+   * the state `start` returned, or a stored run id. With `onText`, the run is
+   * followed as it happens and its text handed on as it comes (when the
+   * provider can stream; else, or when no stream can be opened, it is
+   * polled). Polling looks at once, then waits from the poll interval,
+   * growing to its maximum.
    */
   async finish(
     context: CallContext,
     threadId: string,
     run: RunState | string,
-    options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings } = {},
+    options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings; onText?: (delta: string) => void } = {},
   ): Promise<AskResult> {
-    const { signal, hooks } = options;
+    try {
+      return await this.#finish(context, threadId, run, options);
+    } finally {
+      if (typeof run !== 'string') run.stream?.close();
+    }
+  }
+
+  async #finish(
+    context: CallContext,
+    threadId: string,
+    run: RunState | string,
+    options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings; onText?: (delta: string) => void },
+  ): Promise<AskResult> {
+    const { signal, hooks, onText } = options;
     const settings = options.settings ?? this.runSettings();
     await hooks?.step?.('polling_run');
     let state: RunState | null = typeof run === 'string' ? null : run;
     const runId = typeof run === 'string' ? run : run.id;
+    const follow = this.provider.followRun?.bind(this.provider);
+    if (onText && follow && (!state || !FINAL_RUN_STATUSES.has(state.status))) {
+      const following: RunState = state ?? { id: runId, status: 'queued', error: null, usage: null };
+      try {
+        state = await this.#logged('retrieve_run', context, (call) => follow(call, threadId, following, { onText, signal }));
+      } catch (error) {
+        if (!(error instanceof StreamUnavailableError)) throw error;
+        this.#logger.warn({ err: error, runId }, 'could not follow the run as it happens; polling it instead');
+      }
+    }
     let delay = settings.pollIntervalMs;
     for (let polls = 0; !state || !FINAL_RUN_STATUSES.has(state.status); polls++) {
       if (polls > 0) {

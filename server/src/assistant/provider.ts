@@ -34,6 +34,36 @@ export interface RunState {
    * conversation): `listMessages` then adds it to the thread.
    */
   output?: Answer | null;
+  /**
+   * The run's progress as it happens, open since the run was created with a
+   * stream: handed from `createRun` to `followRun` in the same process, never
+   * stored. Closed by whoever stops following it.
+   */
+  stream?: OpenRunStream;
+}
+
+/** A run's open stream of progress (provider-specific inside). */
+export interface OpenRunStream {
+  close(): void;
+}
+
+/** How a run is followed as it happens. */
+export interface FollowOptions {
+  /** Each piece of the answer's text, in order, as the provider produces it. */
+  onText(delta: string): void;
+  /** Stops following (the answer's ceiling, or the visitor pressed Stop). */
+  signal?: AbortSignal;
+}
+
+/**
+ * A run could not be followed as it happens (no stream could be opened, or
+ * it kept dropping): the caller polls the run instead.
+ */
+export class StreamUnavailableError extends Error {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'StreamUnavailableError';
+  }
 }
 
 export interface RunSettings {
@@ -93,8 +123,16 @@ export interface AssistantProvider {
 
   createThread(call: ProviderCall): Promise<string>;
   createMessage(call: ProviderCall, threadId: string, text: string): Promise<string>;
-  createRun(call: ProviderCall, threadId: string, settings: RunSettings): Promise<RunState>;
+  /** With `stream`, a provider that can follow runs (`followRun`) opens the run's stream too, handed on in `RunState.stream`. */
+  createRun(call: ProviderCall, threadId: string, settings: RunSettings, options?: { stream?: boolean }): Promise<RunState>;
   retrieveRun(call: ProviderCall, threadId: string, runId: string): Promise<RunState>;
+  /**
+   * Follows a run to its end, passing its answer's text on as it is produced
+   * (DESIGN §9: providers stream); resolves with the run's final state.
+   * Throws StreamUnavailableError when the run cannot be followed, so the
+   * caller polls it instead. Providers that cannot stream leave it out.
+   */
+  followRun?(call: ProviderCall, threadId: string, run: RunState, options: FollowOptions): Promise<RunState>;
   /** The answer the run produced (the newest assistant message of the thread), given the run's final state. */
   listMessages(call: ProviderCall, threadId: string, run: RunState): Promise<Answer>;
   /** Stops a run in flight; a run already over stays as it is. Returns its state after. */

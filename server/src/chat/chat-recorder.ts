@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RunState } from '../assistant/provider.ts';
-import type { AnswerFailure, AnswerOutcome, AskRecorder, AskStep } from '../ask/ask-pipeline.ts';
+import type { AnswerFailure, AnswerOutcome, AnswerStopped, AskRecorder, AskStep } from '../ask/ask-pipeline.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
 import * as queries from './chat.queries.ts';
@@ -147,6 +147,47 @@ export class PublicChatRecorder implements AskRecorder {
         prompt_tokens: failure.usage.prompt_tokens,
         completion_tokens: failure.usage.completion_tokens,
         total_tokens: failure.usage.total_tokens,
+      });
+    });
+  }
+
+  /**
+   * The visitor stopped the answer: the question ends `aborted` with the
+   * text produced so far as its response (and an assistant row with it, when
+   * there was any), no error.
+   */
+  async stopped(stop: AnswerStopped): Promise<void> {
+    const { sessionId, messageId, clientIp, userAgent } = this.#question;
+    const finishedAt = stop.finishedAt.toISOString();
+    const common = {
+      run_id: stop.runId,
+      run_status: stop.runStatus,
+      ...stop.usage,
+      processing_duration_ms: stop.processingMs,
+      response_latency_ms: stop.finishedAt.getTime() - this.#question.receivedAt,
+    };
+    await this.#database.transaction(async (trx) => {
+      const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
+        ...common,
+        response: stop.partial,
+        state: 'aborted',
+        owner: null,
+        lease_expires_at: null,
+        updated_at: finishedAt,
+      });
+      if (!owned) return;
+      if (stop.partial) {
+        await queries.insertMessage(trx, { session_id: sessionId, role: 'assistant', content: stop.partial, state: 'aborted', client_ip: clientIp, user_agent: userAgent, ...common, now: finishedAt });
+      }
+      await queries.recordExchangeOnSession(trx, sessionId, { ...stop.usage, error: null }, finishedAt);
+      await queries.bumpCounters(trx, {
+        ...(stop.partial ? { message_count: 1 } : {}),
+        'state:processing': -1,
+        'state:aborted': stop.partial ? 2 : 1,
+        ...(stop.runStatus ? { [`run_status:${stop.runStatus}`]: 1 } : {}),
+        prompt_tokens: stop.usage.prompt_tokens,
+        completion_tokens: stop.usage.completion_tokens,
+        total_tokens: stop.usage.total_tokens,
       });
     });
   }

@@ -46,6 +46,27 @@ export async function claimInFlight(db: Db, sessionId: string, now: string, stal
 export const releaseInFlight = (db: Db, sessionId: string) =>
   db.updateTable('public_chat_sessions').set({ in_flight_since: null }).where('session_id', '=', sessionId).execute();
 
+/** A question of the session still being answered. */
+export async function hasQuestionInFlight(db: Db, sessionId: string): Promise<boolean> {
+  const row = await db.selectFrom('public_chat_messages').select('id').where('session_id', '=', sessionId).where('state', '=', 'processing').limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * "New conversation": the next question opens a new thread, and the history
+ * shows only messages newer than every message there is now.
+ */
+export const startConversation = (db: Db, sessionId: string, now: string) =>
+  db
+    .updateTable('public_chat_sessions')
+    .set((eb) => ({
+      thread_id: null,
+      conversation_after_id: eb.selectFrom('public_chat_messages').select((inner) => inner.fn.coalesce(inner.fn.max('id'), sql<number>`0`).as('newest')),
+      updated_at: now,
+    }))
+    .where('session_id', '=', sessionId)
+    .execute();
+
 export const setThread = (db: Db, sessionId: string, threadId: string, now: string) =>
   db.updateTable('public_chat_sessions').set({ thread_id: threadId, updated_at: now }).where('session_id', '=', sessionId).execute();
 
@@ -212,8 +233,8 @@ export const findMessage = (db: Db, id: number) => db.selectFrom('public_chat_me
 
 export type MessageRow = NonNullable<Awaited<ReturnType<typeof findMessage>>>;
 
-/** The session's questions (user rows carry the answer too), oldest first, with whether feedback was given. */
-export const sessionExchanges = (db: Db, sessionId: string, limit: number) =>
+/** The session's questions (user rows carry the answer too), newest first, with whether feedback was given; only those after `afterId` (the current conversation). */
+export const sessionExchanges = (db: Db, sessionId: string, limit: number, afterId: number | null = null) =>
   db
     .selectFrom('public_chat_messages as message')
     .select(['message.id', 'message.content', 'message.response', 'message.error', 'message.state', 'message.sources', 'message.created_at'])
@@ -224,6 +245,7 @@ export const sessionExchanges = (db: Db, sessionId: string, limit: number) =>
     )
     .where('message.session_id', '=', sessionId)
     .where('message.role', '=', 'user')
+    .$if(afterId !== null, (qb) => qb.where('message.id', '>', afterId!))
     .orderBy('message.id', 'desc')
     .limit(limit)
     .execute();

@@ -1,5 +1,8 @@
 import {
+  ChatCancelReplySchema,
+  ChatCancelRequestSchema,
   ChatHistoryReplySchema,
+  ChatNewConversationReplySchema,
   ChatReplySchema,
   ChatSendRequestSchema,
   FeedbackRequestSchema,
@@ -10,7 +13,9 @@ import {
 } from '@concierge/contract';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { SESSION_IDLE_MS, type ChatService, type ClientInfo } from './chat.service.ts';
+import type { Clock } from '../clock.ts';
+import { streamAnswer, wantsEventStream } from './answer-stream.ts';
+import { SESSION_IDLE_MS, type ChatAnswer, type ChatService, type ClientInfo } from './chat.service.ts';
 
 export const CHAT_COOKIE = 'concierge_chat';
 
@@ -32,22 +37,43 @@ function chatSessionId(request: FastifyRequest): string | undefined {
   return unsigned.valid && unsigned.value ? unsigned.value : undefined;
 }
 
-function setChatCookie(request: FastifyRequest, reply: FastifyReply, sessionId: string): void {
+/**
+ * The visitor's session cookie. When the chat may be framed by other sites
+ * (EMBED_ORIGINS), it must reach this server from inside their iframe:
+ * SameSite=None, Secure (browsers take that over HTTPS, and from localhost),
+ * Partitioned (kept per embedding site, as browsers now want third-party
+ * cookies).
+ */
+function setChatCookie(request: FastifyRequest, reply: FastifyReply, sessionId: string, embeddable: boolean): void {
   if (chatSessionId(request) === sessionId) return;
-  reply.setCookie(CHAT_COOKIE, sessionId, {
-    signed: true,
-    httpOnly: true,
-    sameSite: 'lax',
-    secure: request.protocol === 'https',
-    path: '/',
-    maxAge: SESSION_IDLE_MS / 1000,
-  });
+  const site = embeddable ? { sameSite: 'none' as const, secure: true, partitioned: true } : { sameSite: 'lax' as const, secure: request.protocol === 'https' };
+  reply.setCookie(CHAT_COOKIE, sessionId, { signed: true, httpOnly: true, ...site, path: '/', maxAge: SESSION_IDLE_MS / 1000 });
 }
 
+export interface ChatRouteOptions {
+  clock: Clock;
+  /** Other sites may frame the chat (EMBED_ORIGINS is set): the session cookie must work in their iframe. */
+  embeddable: boolean;
+}
+
+const SEND_DESCRIPTION =
+  'With `Accept: text/event-stream` the answer streams (DESIGN §9): `event: delta` / `data: {"text": …}` pieces, then one `event: done` ' +
+  'carrying this reply; refusals before the answer starts keep their status and JSON body.';
+
 /** The public chat (SPEC §7 /public/chat/*) and an operator's test question (/api/chat/send). */
-export function registerChatRoutes(instance: FastifyInstance, chat: ChatService, lastRefresh: LastRefreshSource): void {
+export function registerChatRoutes(instance: FastifyInstance, chat: ChatService, lastRefresh: LastRefreshSource, options: ChatRouteOptions): void {
+  const { clock, embeddable } = options;
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const tags = ['public chat'];
+  let closing = false;
+  instance.addHook('preClose', async () => {
+    closing = true;
+  });
+  /** The JSON reply, or the event stream when the client asked for one. */
+  const answerWith = (request: FastifyRequest, reply: FastifyReply, answer: ChatAnswer) => {
+    setChatCookie(request, reply, answer.sessionId, embeddable);
+    return wantsEventStream(request) ? streamAnswer(request, reply, answer, { clock, closing: () => closing }) : answer.follow();
+  };
 
   app.get('/public/chat/turnstile/enabled', { schema: { tags, response: { 200: TurnstileEnabledReplySchema } } }, async () => {
     chat.ensureEnabled();
@@ -59,15 +85,22 @@ export function registerChatRoutes(instance: FastifyInstance, chat: ChatService,
     { schema: { tags, body: TurnstileVerifyRequestSchema, response: { 200: SuccessReplySchema } } },
     async (request, reply) => {
       const sessionId = await chat.verify(chatSessionId(request), request.body.token, clientOf(request));
-      setChatCookie(request, reply, sessionId);
+      setChatCookie(request, reply, sessionId, embeddable);
       return { success: true, error: null };
     },
   );
 
-  app.post('/public/chat/send', { schema: { tags, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } }, async (request, reply) => {
-    const { sessionId, reply: answer } = await chat.send(chatSessionId(request), request.body, clientOf(request));
-    setChatCookie(request, reply, sessionId);
-    return answer;
+  app.post('/public/chat/send', { schema: { tags, description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } }, async (request, reply) =>
+    answerWith(request, reply, await chat.begin(chatSessionId(request), request.body, clientOf(request))),
+  );
+
+  app.post('/public/chat/cancel', { schema: { tags, body: ChatCancelRequestSchema, response: { 200: ChatCancelReplySchema } } }, async (request) =>
+    chat.cancel(chatSessionId(request), request.body.client_message_id),
+  );
+
+  app.post('/public/chat/new_conversation', { schema: { tags, response: { 200: ChatNewConversationReplySchema } } }, async (request) => {
+    await chat.newConversation(chatSessionId(request));
+    return { success: true as const, error: null };
   });
 
   app.post('/public/chat/feedback', { schema: { tags, body: FeedbackRequestSchema, response: { 200: SuccessReplySchema } } }, async (request) => {
@@ -87,11 +120,7 @@ export function registerChatRoutes(instance: FastifyInstance, chat: ChatService,
 
   app.post(
     '/api/chat/send',
-    { schema: { tags: ['admin'], body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } },
-    async (request, reply) => {
-      const { sessionId, reply: answer } = await chat.send(chatSessionId(request), request.body, clientOf(request), 'admin_chat');
-      setChatCookie(request, reply, sessionId);
-      return answer;
-    },
+    { schema: { tags: ['admin'], description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } },
+    async (request, reply) => answerWith(request, reply, await chat.begin(chatSessionId(request), request.body, clientOf(request), 'admin_chat')),
   );
 }

@@ -1,16 +1,18 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { ChatExchange, ChatReply, ChatSendRequest, FeedbackRequest, Source } from '@concierge/contract';
+import { ANSWER_STOPPED_MESSAGE, type ChatCancelReply, type ChatExchange, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
 import { storedSource } from '../assistant/knowledge-format.ts';
 import type { Logger } from 'pino';
-import { ANSWER_CEILING_MS, ASK_ERRORS, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
+import { ANSWER_CEILING_MS, ASK_ERRORS, AskStoppedError, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
 import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import type { Database, Db } from '../db/database.ts';
 import { AppError, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
 import { WindowCounter } from '../limits/limits.ts';
+import type { AssistantService } from '../assistant/assistant.service.ts';
 import { PublicChatRecorder } from './chat-recorder.ts';
 import * as queries from './chat.queries.ts';
+import { LiveAnswer } from './live-answer.ts';
 import { verifyTurnstileToken } from './turnstile.ts';
 
 export interface ClientInfo {
@@ -28,10 +30,14 @@ export interface ChatServiceOptions {
   config: ConfigService;
   /** Turns questions into answers (paused policy, concurrency cap, ceiling, provider, answer event). */
   pipeline: AskPipeline;
+  /** Cancels the provider run of a question another process is answering (Stop). */
+  assistant: AssistantService;
   /** Cloudflare Turnstile, when both keys are configured. */
   turnstile: { secretKey: string; verifyUrl: string } | null;
   /** Longest wait for one answer (below the browser's 120 s). */
   answerCeilingMs?: number;
+  /** Longest wait for a place under the concurrency cap before a 503 busy (default BUSY_WAIT_MS). */
+  busyWaitMs?: number;
   fetch?: typeof fetch;
 }
 
@@ -49,6 +55,9 @@ export const IP_LIMIT_FACTOR = 10;
 /** Verification attempts per address per minute: generous, since a venue's visitors share one address. */
 export const VERIFY_ATTEMPTS_PER_MINUTE = 120;
 const REPLAY_WAIT_POLL_MS = 500;
+/** How long Stop waits for the answer to end before replying (it ends once the provider's run is cancelled). */
+const STOP_WAIT_MS = 10_000;
+const STOP_POLL_MS = 250;
 /** Turnstile tokens are good for 300 s; a spent one is remembered well past that. */
 const SPENT_TOKEN_RETENTION_MS = 60 * 60_000;
 /** Rate-limit windows stay on the console's Rate Limits screen this long. */
@@ -67,7 +76,31 @@ export const CHAT_ERRORS = {
   verificationUnavailable: 'Verification failed. Please try again.',
   feedbackSession: 'No valid session. Please refresh the page.',
   feedbackNotFound: 'Message not found or does not belong to your session',
+  questionNotFound: 'No question with this client_message_id in your session',
+  stopped: ANSWER_STOPPED_MESSAGE,
 } as const;
+
+/**
+ * A question accepted for an answer (or a retry of one asked before): the
+ * reply, and the answer's text as it is produced.
+ */
+export interface ChatAnswer {
+  sessionId: string;
+  /**
+   * Follows the answer: `onText` gets the text so far as one piece, then
+   * each new piece as the provider produces it. Resolves with the reply (a
+   * stopped answer's has `success: false`, `stopped: true`); rejects with
+   * the AppError a JSON reply carries when no answer came.
+   */
+  follow(onText?: (delta: string) => void): Promise<ChatReply>;
+}
+
+/** An answer this process is producing: its work, its followers, and its Stop. */
+interface Answering {
+  work: Promise<unknown>;
+  live?: LiveAnswer;
+  stop?: AbortController;
+}
 
 /**
  * The public chat: anonymous sessions, human verification, rate limits, one
@@ -79,8 +112,8 @@ export class ChatService implements LeasedWork {
   readonly #options: ChatServiceOptions;
   readonly #logger: Logger;
   readonly #windows: WindowCounter;
-  /** Questions this process is answering now (asked here or taken over), so a retry can wait on the answer itself. */
-  readonly #answering = new Map<number, Promise<unknown>>();
+  /** Questions this process is answering now (asked here or taken over), so a retry can follow the answer itself and Stop can stop it. */
+  readonly #answering = new Map<number, Answering>();
 
   constructor(options: ChatServiceOptions) {
     this.#options = options;
@@ -160,17 +193,26 @@ export class ChatService implements LeasedWork {
     return session;
   }
 
-  /**
-   * Asks the assistant one question for the session and stores the exchange.
-   * Public visitors need a ready (and, with verification on, verified)
-   * session; an operator's test question (`admin_chat`) gets one made.
-   */
+  /** Asks one question and waits for the reply (the JSON reply): `begin`, then follow it to its end. */
   async send(
     sessionId: string | undefined,
     request: ChatSendRequest,
     client: ClientInfo,
     source: ChatSource = 'public_chat',
   ): Promise<{ sessionId: string; reply: ChatReply }> {
+    const answer = await this.begin(sessionId, request, client, source);
+    return { sessionId: answer.sessionId, reply: await answer.follow() };
+  }
+
+  /**
+   * Accepts one question for the session and starts its answer, stored as it
+   * goes; every refusal (400/401/403/409/429/503) is thrown here, before
+   * any answer starts. A retry of a question asked before (same
+   * `client_message_id`) replays its stored answer or follows the one in
+   * flight. Public visitors need a ready (and, with verification on,
+   * verified) session; an operator's test question (`admin_chat`) gets one made.
+   */
+  async begin(sessionId: string | undefined, request: ChatSendRequest, client: ClientInfo, source: ChatSource = 'public_chat'): Promise<ChatAnswer> {
     const receivedAt = this.#now().getTime();
     this.ensureEnabled();
     this.#options.pipeline.checkOpen();
@@ -187,7 +229,7 @@ export class ChatService implements LeasedWork {
 
     if (request.client_message_id) {
       const earlier = await queries.findMessageByClientId(this.#db, session.session_id, request.client_message_id);
-      if (earlier) return { sessionId: session.session_id, reply: await this.#replay(earlier) };
+      if (earlier) return { sessionId: session.session_id, follow: (onText) => this.#replay(earlier, onText) };
     }
 
     const perMinute = this.#options.config.get().public_chat_requests_per_minute;
@@ -199,20 +241,23 @@ export class ChatService implements LeasedWork {
     if (!(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
       throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
     }
+    // The in-flight hold lasts as long as the answer (released when it settles), not as long as this request.
+    let live: LiveAnswer;
     try {
-      const slot = this.#options.pipeline.acquire();
-      const reply = await this.#answer(slot, session, request, client, source, receivedAt);
-      return { sessionId: session.session_id, reply };
-    } finally {
+      const slot = await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs);
+      live = await this.#answer(slot, session, request, client, source, receivedAt);
+    } catch (error) {
       await queries.releaseInFlight(this.#db, session.session_id);
+      throw error;
     }
+    return { sessionId: session.session_id, follow: (onText) => live.follow(onText) };
   }
 
   /** The session's recent exchanges, oldest first, to restore the conversation after a reload. */
   async history(sessionId: string | undefined): Promise<ChatExchange[]> {
     const session = await this.findSession(sessionId);
     if (!session) return [];
-    const rows = await queries.sessionExchanges(this.#db, session.session_id, HISTORY_LIMIT);
+    const rows = await queries.sessionExchanges(this.#db, session.session_id, HISTORY_LIMIT, session.conversation_after_id);
     return rows.reverse().map((row) => ({
       feedback_id: row.id,
       question: row.content,
@@ -247,8 +292,12 @@ export class ChatService implements LeasedWork {
     });
   }
 
-  /** Stores the question (owned by this process), then has the pipeline answer it. */
-  async #answer(slot: Slot, session: queries.SessionRow, request: ChatSendRequest, client: ClientInfo, source: ChatSource, receivedAt: number): Promise<ChatReply> {
+  /**
+   * Stores the question (owned by this process), then has the pipeline
+   * answer it in the background: the answer's text goes to its LiveAnswer as
+   * it comes, and the session's in-flight hold is released when it settles.
+   */
+  async #answer(slot: Slot, session: queries.SessionRow, request: ChatSendRequest, client: ClientInfo, source: ChatSource, receivedAt: number): Promise<LiveAnswer> {
     const { pipeline } = this.#options;
     let messageId: number;
     try {
@@ -276,6 +325,8 @@ export class ChatService implements LeasedWork {
       slot.release();
       throw error;
     }
+    const stop = new AbortController();
+    let live: LiveAnswer | undefined;
     const answering = pipeline.answer(
       slot,
       {
@@ -285,11 +336,76 @@ export class ChatService implements LeasedWork {
         settings: pipeline.runSettings(),
         log: { sessionId: session.session_id, messageId, clientIp: client.ip, userAgent: client.userAgent },
         ceilingMs: this.#options.answerCeilingMs,
+        onText: (delta) => live?.push(delta),
+        signal: stop.signal,
       },
       this.#recorder({ messageId, sessionId: session.session_id, clientIp: client.ip, userAgent: client.userAgent, receivedAt }),
     );
-    const outcome = await this.#track(messageId, answering);
-    return { success: true, response: outcome.answer.text, feedback_id: messageId, error: null, sources: outcome.answer.sources };
+    const reply = answering
+      .then((outcome): ChatReply => ({ success: true, response: outcome.answer.text, feedback_id: messageId, error: null, sources: outcome.answer.sources }))
+      .catch((error: unknown) => {
+        if (error instanceof AskStoppedError) return stoppedReply(messageId, error.stop.partial);
+        throw error;
+      })
+      .finally(() => queries.releaseInFlight(this.#db, session.session_id));
+    live = new LiveAnswer(reply);
+    void this.#track(messageId, { work: reply, live, stop }).catch(() => {});
+    return live;
+  }
+
+  /**
+   * Stops the session's answer to a question (DESIGN §9): the provider's run
+   * is cancelled, the question ends `aborted` with its partial answer, and
+   * the session may ask again at once. Answered here, the answer is stopped
+   * directly; answered by another process, its run is cancelled, which that
+   * process sees. A question already over is left as it is.
+   */
+  async cancel(sessionId: string | undefined, clientMessageId: string): Promise<ChatCancelReply> {
+    const session = await this.findSession(sessionId);
+    if (!session) throw unauthorized(CHAT_ERRORS.feedbackSession, 'session_required');
+    let row = await queries.findMessageByClientId(this.#db, session.session_id, clientMessageId);
+    if (!row) throw notFound(CHAT_ERRORS.questionNotFound, 'message_not_found');
+    const deadline = this.#options.clock.deadline(STOP_WAIT_MS);
+    let cancelledRun: string | null = null;
+    try {
+      while (row && row.state === 'processing' && !deadline.signal.aborted) {
+        const here = this.#answering.get(row.id);
+        if (here?.stop) {
+          here.stop.abort();
+          await Promise.race([here.work.catch(() => {}), new Promise((resolve) => deadline.signal.addEventListener('abort', resolve, { once: true }))]);
+        } else {
+          // Another process answers it (or a stopped one did): cancel its run, which that process (or recovery) then sees end.
+          if (row.run_id && row.thread_id && cancelledRun !== row.run_id) {
+            cancelledRun = row.run_id;
+            await this.#options.assistant
+              .cancelRun({ sessionId: row.session_id, messageId: row.id, clientIp: row.client_ip, userAgent: row.user_agent }, row.thread_id, row.run_id)
+              .catch((error: unknown) => this.#logger.warn({ err: error, messageId: row!.id }, 'could not cancel the run of a stopped question'));
+          }
+          await this.#options.clock.sleep(STOP_POLL_MS, deadline.signal).catch(() => {});
+        }
+        row = await queries.findMessage(this.#db, row.id);
+      }
+    } finally {
+      deadline.clear();
+    }
+    if (!row) throw notFound(CHAT_ERRORS.questionNotFound, 'message_not_found');
+    if (row.state === 'processing') {
+      // Not over yet (a run that had not started when Stop came): the session may ask again all the same.
+      await queries.releaseInFlight(this.#db, session.session_id);
+    }
+    return { success: true, error: null, feedback_id: row.id, state: row.state, response: row.response };
+  }
+
+  /**
+   * Starts a new conversation for the session (DESIGN §9): its next
+   * question opens a new thread, and the restored history shows only what
+   * comes after now. Refused while a question is being answered.
+   */
+  async newConversation(sessionId: string | undefined): Promise<void> {
+    const session = await this.findSession(sessionId);
+    if (!session) throw unauthorized(CHAT_ERRORS.noSession, 'session_required');
+    if (await queries.hasQuestionInFlight(this.#db, session.session_id)) throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
+    await queries.startConversation(this.#db, session.session_id, this.#now().toISOString());
   }
 
   #recorder(question: ConstructorParameters<typeof PublicChatRecorder>[0]['question']): PublicChatRecorder {
@@ -321,7 +437,7 @@ export class ChatService implements LeasedWork {
       }
       taken++;
       this.#logger.info({ messageId: row.id, sessionId: row.session_id, step: row.step, runId: row.run_id }, 'taking over a question a stopped process was answering');
-      void this.#track(row.id, this.#resume(slot, row)).catch((error: unknown) => this.#logger.error({ err: error, messageId: row.id }, 'could not finish a taken-over question'));
+      void this.#track(row.id, { work: this.#resume(slot, row) }).catch((error: unknown) => this.#logger.error({ err: error, messageId: row.id }, 'could not finish a taken-over question'));
     }
     const heldBefore = scope.everyone ? now : new Date(scope.now.getTime() - IN_FLIGHT_STALE_MS / 4).toISOString();
     await queries.releaseOrphanedInFlight(this.#db, heldBefore);
@@ -329,12 +445,12 @@ export class ChatService implements LeasedWork {
   }
 
   /** Remembers an answer in progress until it settles. */
-  async #track<T>(messageId: number, work: Promise<T>): Promise<T> {
-    this.#answering.set(messageId, work);
+  async #track(messageId: number, answering: Answering): Promise<void> {
+    this.#answering.set(messageId, answering);
     try {
-      return await work;
+      await answering.work;
     } finally {
-      if (this.#answering.get(messageId) === work) this.#answering.delete(messageId);
+      if (this.#answering.get(messageId) === answering) this.#answering.delete(messageId);
     }
   }
 
@@ -383,10 +499,13 @@ export class ChatService implements LeasedWork {
 
   /**
    * The stored outcome of a question asked before (a retry), waiting while it
-   * is still being answered. A question whose process stopped is taken over
-   * here and then, so the retry gets its answer without waiting for recovery.
+   * is still being answered: one answered in this process is followed as it
+   * is produced (its text so far, then each new piece), one answered
+   * elsewhere is waited for and then handed on whole. A question whose
+   * process stopped is taken over here and then, so the retry gets its
+   * answer without waiting for recovery.
    */
-  async #replay(earlier: queries.MessageRow): Promise<ChatReply> {
+  async #replay(earlier: queries.MessageRow, onText?: (delta: string) => void): Promise<ChatReply> {
     let row: queries.MessageRow | undefined = earlier;
     const ceilingMs = this.#options.answerCeilingMs ?? ANSWER_CEILING_MS;
     const deadline = this.#options.clock.deadline(ceilingMs);
@@ -396,9 +515,11 @@ export class ChatService implements LeasedWork {
           await this.recover({ owner: this.#options.pipeline.owner, now: this.#now(), everyone: false });
         }
         const here = this.#answering.get(row.id);
+        // Asked in this process: follow the answer as it comes.
+        if (here?.live) return await here.live.follow(onText);
         if (here) {
-          // Answered in this process: wait for the answer itself.
-          await Promise.race([here.catch(() => {}), new Promise((resolve) => deadline.signal.addEventListener('abort', resolve, { once: true }))]);
+          // Taken over in this process: wait for the answer itself.
+          await Promise.race([here.work.catch(() => {}), new Promise((resolve) => deadline.signal.addEventListener('abort', resolve, { once: true }))]);
         } else {
           // Answered by another process: look again shortly.
           await this.#options.clock.sleep(REPLAY_WAIT_POLL_MS, deadline.signal).catch(() => {});
@@ -409,8 +530,14 @@ export class ChatService implements LeasedWork {
       deadline.clear();
     }
     if (!row || row.state === 'processing') throw new AppError(504, 'answer_timeout', 'The assistant is still working on this question. Please try again in a moment.');
+    if (row.state === 'aborted') {
+      if (row.response) onText?.(row.response);
+      return stoppedReply(row.id, row.response ?? '');
+    }
     if (row.state !== 'completed') throw new AppError(502, 'provider_error', 'The assistant could not answer this question. Please try again.');
-    return { success: true, response: row.response ?? '', feedback_id: row.id, error: null, sources: parseSources(row.sources) };
+    const response = row.response ?? '';
+    if (response) onText?.(response);
+    return { success: true, response, feedback_id: row.id, error: null, sources: parseSources(row.sources) };
   }
 
   /** Counts one request against the identifier's minute; 429 with Retry-After when over its limit. */
@@ -465,6 +592,11 @@ export class ChatService implements LeasedWork {
     if (client.ip !== session.client_ip) await queries.noteClientIp(trx, client.ip, now.toISOString());
   }
 
+}
+
+/** The reply of an answer the visitor stopped: its partial answer, marked stopped. */
+function stoppedReply(messageId: number, partial: string): ChatReply {
+  return { success: false, response: partial, feedback_id: messageId, error: CHAT_ERRORS.stopped, sources: [], stopped: true, code: 'stopped' };
 }
 
 function parseSources(text: string | null): Source[] {

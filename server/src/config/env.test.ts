@@ -43,6 +43,17 @@ describe('environment', () => {
     expect(loadEnv({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).TRUST_PROXY).toEqual(['10.0.0.0/8', '127.0.0.1']);
   });
 
+  it('reads EMBED_ORIGINS as a list of origins, refusing anything else by name', () => {
+    expect(loadEnv({}).EMBED_ORIGINS).toEqual([]);
+    expect(loadEnv({ EMBED_ORIGINS: 'https://Con.Example.org/, http://localhost:3000,https://con.example.org' }).EMBED_ORIGINS).toEqual([
+      'https://con.example.org',
+      'http://localhost:3000',
+    ]);
+    for (const bad of ['https://con.example.org/embed', 'con.example.org', 'ftp://con.example.org', 'https://con.example.org?x=1']) {
+      expect(problemsOf({ EMBED_ORIGINS: bad }), bad).toEqual([expect.stringMatching(/^EMBED_ORIGINS: .* is not an origin/)]);
+    }
+  });
+
   it('names every bad variable at once', () => {
     const problems = problemsOf({
       PORT: 'eighty',

@@ -51,6 +51,33 @@ const trustProxy = z
     return z.NEVER;
   });
 
+/**
+ * EMBED_ORIGINS: the sites that may frame the chat (its embed snippet), as
+ * origins (`https://con.example.org`, no path), comma-separated.
+ */
+const embedOrigins = z
+  .string()
+  .trim()
+  .transform((value, ctx): string[] => {
+    const origins: string[] = [];
+    for (const part of value.split(',').map((item) => item.trim()).filter(Boolean)) {
+      let origin: string | null = null;
+      try {
+        const url = new URL(part);
+        const bare = url.pathname === '/' && !url.search && !url.hash && !url.username && !part.endsWith('#') && !part.endsWith('?');
+        if ((url.protocol === 'http:' || url.protocol === 'https:') && bare) origin = url.origin;
+      } catch {
+        // Reported below.
+      }
+      if (!origin) {
+        ctx.addIssue({ code: 'custom', message: `"${part}" is not an origin: write scheme://host[:port], e.g. https://con.example.org` });
+        return z.NEVER;
+      }
+      origins.push(origin);
+    }
+    return [...new Set(origins)];
+  });
+
 const databaseUrl = z
   .string()
   .trim()
@@ -85,6 +112,7 @@ const EnvShape = z.object({
   MAX_CONCURRENT_RUNS: z.coerce.number().int().min(1).max(10_000).default(50),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   WEB_DIST_DIR: z.string().trim().min(1).default(path.join(REPO_ROOT, 'web/dist')),
+  EMBED_ORIGINS: embedOrigins.default([]),
 });
 
 /** Rules across variables, checked on the raw input so they are reported with the others. */

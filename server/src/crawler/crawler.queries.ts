@@ -53,6 +53,14 @@ export const recordCheckFailed = (db: Db, now: string, error: string) =>
     )
     .execute();
 
+/** An event of the live schedule (the newest good run) by the feed's UID, with its run. */
+export async function liveEvent(db: Db, uid: string) {
+  const run = await lastSuccessfulRun(db);
+  if (!run) return undefined;
+  const event = await db.selectFrom('crawler_events').selectAll().where('crawler_run_id', '=', run.id).where('uid', '=', uid).limit(1).executeTakeFirst();
+  return event ? { run, event } : undefined;
+}
+
 export const eventsOfRun = (db: Db, runId: number) =>
   db.selectFrom('crawler_events').selectAll().where('crawler_run_id', '=', runId).orderBy('start_at').orderBy('id').execute();
 

@@ -5,12 +5,13 @@ import {
   CrawlerRunsReplySchema,
   RefreshQuerySchema,
   RefreshReplySchema,
+  ScheduleEventFileParamsSchema,
 } from '@concierge/contract';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { dateRange } from '../admin/list-query.ts';
 import type { Database } from '../db/database.ts';
-import { AppError } from '../errors.ts';
+import { AppError, notFound } from '../errors.ts';
 import * as queries from './crawler.queries.ts';
 import type { CrawlerService } from './crawler.service.ts';
 
@@ -48,6 +49,21 @@ export function registerCrawlerRoutes(
       message: `Stored ${outcome.eventCount} events with ${outcome.changes.length} changes`,
     };
   });
+
+  app.get(
+    '/public/schedule/events/:file',
+    { schema: { tags: ['public chat'], description: 'One event of the live schedule as iCalendar ("Add to calendar"); the UID URL-encoded, then .ics.', params: ScheduleEventFileParamsSchema } },
+    async (request, reply) => {
+      const uid = request.params.file.slice(0, -'.ics'.length);
+      const calendar = await deps.crawler.eventCalendar(uid);
+      if (!calendar) throw notFound('No event with this id in the current schedule', 'event_not_found');
+      return reply
+        .type('text/calendar; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${calendar.filename}"`)
+        .header('cache-control', 'no-cache')
+        .send(calendar.body);
+    },
+  );
 
   app.get('/api/crawler_runs', { schema: { tags, querystring: CrawlerRunsQuerySchema, response: { 200: CrawlerRunsReplySchema } } }, async (request) => {
     const { query } = request;

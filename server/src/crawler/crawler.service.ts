@@ -1,3 +1,4 @@
+import { calendarFileName, eventCalendar } from './event-calendar.ts';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { KnowledgeService } from '../assistant/knowledge.service.ts';
@@ -126,6 +127,21 @@ export class CrawlerService {
     } catch (error) {
       this.#logger.error({ err: error }, 'scheduled schedule refresh failed');
     }
+  }
+
+  /**
+   * One event of the live schedule (the latest good run) as an iCalendar
+   * file, in the convention's zone (CONVENTION_TIMEZONE, else the run's own);
+   * null when that schedule has no event with this UID.
+   */
+  async eventCalendar(uid: string): Promise<{ filename: string; body: string } | null> {
+    const found = await queries.liveEvent(this.#db, uid);
+    if (!found) return null;
+    const timeZone = this.#options.timeZone ?? found.run.time_zone ?? this.timeZone();
+    return {
+      filename: calendarFileName(found.event.what),
+      body: eventCalendar(found.event, { timeZone, productName: this.#options.productName, now: this.#options.clock.now() }),
+    };
   }
 
   /** When the schedule was last refreshed successfully (the last good run's time). */

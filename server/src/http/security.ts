@@ -42,6 +42,15 @@ export function adminToken(request: FastifyRequest): string | undefined {
   return unsigned.valid && unsigned.value ? unsigned.value : undefined;
 }
 
+/** The admin signed in on this browser (renewing the session as /api requests do), or null; for pages that show it. */
+export async function signedInAdmin(auth: AuthService, request: FastifyRequest, reply: FastifyReply): Promise<{ username: string } | null> {
+  const token = adminToken(request);
+  const session = token ? await auth.authenticate(token) : null;
+  if (!session || !token) return null;
+  if (session.renewed) setAdminCookie(request, reply, token, session.expiresAt);
+  return { username: session.username };
+}
+
 /**
  * A state-changing request from a browser carries Origin (or at least
  * Referer); when it names another site the request is refused. Requests with

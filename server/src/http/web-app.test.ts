@@ -41,7 +41,7 @@ describe('serving the web app', () => {
       const reply = await ctx.app.inject({ method: 'GET', url });
       expect(reply.statusCode, url).toBe(200);
       expect(reply.headers['content-type']).toContain('text/html');
-      expect(reply.headers['cache-control']).toBe('no-cache');
+      expect(reply.headers['cache-control']).toBe('no-cache, private');
       const values = appConfigOf(reply.body);
       expect(values).toMatchObject({
         productName: 'Starfall </script> Concierge',
@@ -67,10 +67,12 @@ describe('serving the web app', () => {
     expect(missing.json()).toMatchObject({ code: 'not_found' });
   });
 
-  it('redirects / to the app and answers unknown paths with a JSON 404', async () => {
-    const root = await ctx.app.inject({ method: 'GET', url: '/' });
-    expect(root.statusCode).toBe(302);
-    expect(root.headers.location).toBe('/ui/');
+  it('redirects / and /chat to the chat and answers unknown paths with a JSON 404', async () => {
+    for (const url of ['/', '/chat']) {
+      const root = await ctx.app.inject({ method: 'GET', url });
+      expect(root.statusCode, url).toBe(302);
+      expect(root.headers.location, url).toBe('/ui/chat');
+    }
     const unknown = await ctx.app.inject({ method: 'GET', url: '/nowhere' });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toEqual({ error: 'Not found: GET /nowhere', code: 'not_found' });

@@ -9,6 +9,7 @@ import {
   ProviderError,
   type Answer,
   type AssistantProvider,
+  type FollowOptions,
   type ProviderCall,
   type RunSettings,
   type RunState,
@@ -98,6 +99,25 @@ export class LocalProvider implements AssistantProvider {
     }
     const state = runStateOf(run);
     call.response(state);
+    return state;
+  }
+
+  /**
+   * Works the run as a retrieve would, then hands its answer on in chunks of
+   * a few words (DESIGN §9: the offline assistant streams too), each in a
+   * turn of its own so each leaves as an event of its own.
+   */
+  async followRun(call: ProviderCall, threadId: string, run: RunState, options: FollowOptions): Promise<RunState> {
+    const { onText, signal } = options;
+    const state = await this.retrieveRun(call, threadId, run.id);
+    if (state.status !== 'completed') return state;
+    const answer = await queries.answerOfRun(this.#db, threadId, run.id);
+    for (const chunk of textChunks(answer?.content ?? '')) {
+      signal?.throwIfAborted();
+      onText(chunk);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    signal?.throwIfAborted();
     return state;
   }
 
@@ -221,6 +241,16 @@ export class LocalProvider implements AssistantProvider {
   async #requireThread(threadId: string): Promise<void> {
     if (!(await queries.findThread(this.#db, threadId))) throw new ProviderError(`No thread ${threadId}`, { status: 404 });
   }
+}
+
+/** An answer in pieces of a few words, spaces kept, so the pieces put together are the answer. */
+export function textChunks(text: string, wordsPerChunk = 4): string[] {
+  const words = text.match(/\s*\S+/g) ?? [];
+  const chunks: string[] = [];
+  for (let at = 0; at < words.length; at += wordsPerChunk) chunks.push(words.slice(at, at + wordsPerChunk).join(''));
+  const trailing = text.slice(chunks.join('').length);
+  if (trailing) chunks.length ? (chunks[chunks.length - 1] += trailing) : chunks.push(trailing);
+  return chunks;
 }
 
 function runStateOf(run: queries.RunRow): RunState {

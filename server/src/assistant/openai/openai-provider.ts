@@ -5,8 +5,12 @@ import type { Database } from '../../db/database.ts';
 import { fileSource } from '../knowledge-format.ts';
 import {
   estimateTokens,
+  FINAL_RUN_STATUSES,
   ProviderError,
+  StreamUnavailableError,
   type Answer,
+  type FollowOptions,
+  type OpenRunStream,
   type AssistantProvider,
   type ProviderCall,
   type RunSettings,
@@ -19,6 +23,7 @@ import {
 
 type ConversationItem = OpenAI.Conversations.ConversationItem;
 type ResponseObject = OpenAI.Responses.Response;
+type StreamEvent = OpenAI.Responses.ResponseStreamEvent;
 
 export interface OpenAIProviderOptions {
   apiKey: string;
@@ -39,6 +44,45 @@ const FILE_READY_TIMEOUT_MS = 120_000;
 const FILE_POLL_MS = 1000;
 /** Conversation items read when looking for the newest answer. */
 const ANSWER_LOOKBACK = 10;
+/** A dropped stream is picked up again this many times before the run is polled instead. */
+const MAX_STREAM_RESUMES = 5;
+const TERMINAL_EVENTS = new Set(['response.completed', 'response.failed', 'response.incomplete']);
+
+/**
+ * A background response's event stream, open since it was created with
+ * `stream: true`: read one event at a time, remembering the last sequence
+ * number so a dropped stream resumes right after it.
+ */
+class ResponseEventStream implements OpenRunStream {
+  readonly responseId: string;
+  lastSequence: number;
+  readonly #iterator: AsyncIterator<StreamEvent>;
+  readonly #abort: () => void;
+  #closed = false;
+
+  constructor(responseId: string, lastSequence: number, iterator: AsyncIterator<StreamEvent>, abort: () => void) {
+    this.responseId = responseId;
+    this.lastSequence = lastSequence;
+    this.#iterator = iterator;
+    this.#abort = abort;
+  }
+
+  /** The next event, or null once the stream has ended (with or without a final event). */
+  async next(): Promise<StreamEvent | null> {
+    if (this.#closed) return null;
+    const { value, done } = await this.#iterator.next();
+    if (done) return null;
+    this.lastSequence = value.sequence_number;
+    return value;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#abort();
+    void this.#iterator.return?.().catch(() => {});
+  }
+}
 
 /**
  * The assistant on OpenAI's current API (DESIGN §2): a Conversation is the
@@ -78,7 +122,7 @@ export class OpenAIProvider implements AssistantProvider {
     return data.data[0]?.id ?? '';
   }
 
-  async createRun(call: ProviderCall, threadId: string, settings: RunSettings): Promise<RunState> {
+  async createRun(call: ProviderCall, threadId: string, settings: RunSettings, options: { stream?: boolean } = {}): Promise<RunState> {
     const vectorStoreId = await this.#vectorStoreId();
     const common = {
       model: this.#options.model,
@@ -96,10 +140,111 @@ export class OpenAIProvider implements AssistantProvider {
     } else {
       body = { ...common, conversation: threadId };
     }
+    if (options.stream) {
+      const streamed = await this.#createStreaming(call, body);
+      if (streamed) return streamed;
+    }
     call.request(body);
     const { data, response } = await wrap(() => this.#client.responses.create(body).withResponse());
     call.response(data, response.headers);
     return runState(data);
+  }
+
+  /**
+   * The background response created with `stream: true` (DESIGN §9), read up
+   * to its `response.created` event: the run, with its stream open for
+   * `followRun`. Null when the API refuses to stream it (a 4xx: nothing was
+   * created), so the run is created plainly and polled.
+   */
+  async #createStreaming(call: ProviderCall, body: OpenAI.Responses.ResponseCreateParamsNonStreaming): Promise<RunState | null> {
+    const streaming = { ...body, stream: true as const };
+    call.request(streaming);
+    let opened;
+    try {
+      opened = await wrap(() => this.#client.responses.create(streaming).withResponse());
+    } catch (error) {
+      if (error instanceof ProviderError && error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 429) return null;
+      throw error;
+    }
+    const { data: stream, response } = opened;
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = await wrap(() => iterator.next());
+    if (first.done || first.value.type !== 'response.created') {
+      stream.controller.abort();
+      throw new ProviderError(`OpenAI's response stream began without response.created (${first.done ? 'it ended' : first.value.type})`);
+    }
+    call.response(first.value, response.headers);
+    const created = first.value.response;
+    return { ...runState(created), stream: new ResponseEventStream(created.id, first.value.sequence_number, iterator, () => stream.controller.abort()) };
+  }
+
+  /**
+   * Follows a background response through its events (DESIGN §9): text
+   * deltas to `onText`, the final event's state returned. A stream that
+   * drops is resumed after the last event seen
+   * (`GET /v1/responses/{id}?stream=true&starting_after=N`); one that cannot
+   * be opened or keeps dropping gives StreamUnavailableError, and the run is
+   * polled. The call log's request lists the resumptions, its response is
+   * the final event.
+   */
+  async followRun(call: ProviderCall, _threadId: string, run: RunState, options: FollowOptions): Promise<RunState> {
+    const { onText, signal } = options;
+    let stream = run.stream instanceof ResponseEventStream ? run.stream : null;
+    let lastSequence = stream?.lastSequence ?? -1;
+    const resumedAfter: number[] = [];
+    const describe = () => ({ response_id: run.id, stream: true, ...(resumedAfter.length ? { resumed_after: resumedAfter } : {}) });
+    const stop = () => stream?.close();
+    signal?.addEventListener('abort', stop, { once: true });
+    try {
+      for (let attempt = 0; ; attempt++) {
+        signal?.throwIfAborted();
+        if (!stream) {
+          resumedAfter.push(lastSequence);
+          stream = await this.#resume(run.id, lastSequence, signal);
+        }
+        try {
+          for (let event = await stream.next(); event; event = await stream.next()) {
+            lastSequence = event.sequence_number;
+            if (event.type === 'response.output_text.delta') onText(event.delta);
+            else if (TERMINAL_EVENTS.has(event.type) && 'response' in event) {
+              call.request(describe());
+              call.response(event);
+              return runState(event.response);
+            }
+          }
+        } catch {
+          // A dropped connection (or an error event): look at the run, then pick the stream up again.
+          if (signal?.aborted) throw signal.reason;
+        } finally {
+          stream.close();
+          stream = null;
+        }
+        signal?.throwIfAborted();
+        // The stream ended without a final event (dropped, or the run was cancelled): where is the run?
+        const current = await wrap(() => this.#client.responses.retrieve(run.id, {}, { signal }));
+        if (FINAL_RUN_STATUSES.has(runState(current).status)) {
+          call.request(describe());
+          call.response(current);
+          return runState(current);
+        }
+        if (attempt >= MAX_STREAM_RESUMES) throw new StreamUnavailableError(`The response stream of ${run.id} dropped ${attempt + 1} times`);
+      }
+    } finally {
+      signal?.removeEventListener('abort', stop);
+      stream?.close();
+    }
+  }
+
+  /** Opens the response's stream again after `lastSequence` (from its start when -1); StreamUnavailableError when it cannot be. */
+  async #resume(responseId: string, lastSequence: number, signal: AbortSignal | undefined): Promise<ResponseEventStream> {
+    const query = { stream: true as const, ...(lastSequence >= 0 ? { starting_after: lastSequence } : {}) };
+    try {
+      const stream = await this.#client.responses.retrieve(responseId, query, { signal });
+      return new ResponseEventStream(responseId, lastSequence, stream[Symbol.asyncIterator](), () => stream.controller.abort());
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw new StreamUnavailableError(`Could not open the response stream of ${responseId}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
   }
 
   async retrieveRun(call: ProviderCall, _threadId: string, runId: string): Promise<RunState> {

@@ -16,6 +16,8 @@ export interface PublicChatSessionTable {
   verified: Generated<boolean>;
   verified_at: string | null;
   in_flight_since: string | null;
+  /** The newest message id before the current conversation began ("New conversation"); history shows only later ones. */
+  conversation_after_id: number | null;
   first_seen_at: string;
   last_seen_at: string;
   expires_at: string;

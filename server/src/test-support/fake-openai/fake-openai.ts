@@ -9,6 +9,17 @@ import type { AddressInfo } from 'node:net';
  * error bodies follow OpenAI's API reference, so the real `openai` SDK talks
  * to it unchanged. Tests (or `npm run fake-openai`) tune it with knobs:
  * latency, injected failures, how long runs take and how they end.
+ *
+ * A background response created with `stream: true` streams its events as
+ * the real API does (`event: <type>` / `data: <json>` with a
+ * `sequence_number` each: response.created, response.in_progress, the
+ * file_search call's events, response.output_item.added,
+ * response.content_part.added, response.output_text.delta…,
+ * response.output_text.done, response.content_part.done,
+ * response.output_item.done, then response.completed / .failed /
+ * .incomplete), and can be followed again from any point with
+ * `GET /v1/responses/{id}?stream=true&starting_after=N`. Knobs add a delay
+ * between deltas and drop a stream mid-way.
  */
 
 export type FinalStatus = 'completed' | 'failed' | 'incomplete' | 'cancelled';
@@ -18,9 +29,19 @@ export interface InjectedFailure {
   method?: string;
   /** Path prefix to match, e.g. "/v1/responses". */
   path: string;
-  status: 429 | 500 | 502 | 503;
+  status: 400 | 429 | 500 | 502 | 503;
   /** How many matching requests fail (default 1). */
   count?: number;
+  /** Match only requests that ask for a stream (true) or only those that do not (false). */
+  stream?: boolean;
+}
+
+/** Cuts streams off mid-way, as a dropped connection would. */
+export interface StreamDrop {
+  /** Events a stream sends before its connection is destroyed. */
+  afterEvents: number;
+  /** How many streams are dropped (default 1). */
+  times?: number;
 }
 
 export interface AnswerContext {
@@ -38,6 +59,10 @@ export interface Knobs {
   failures: InjectedFailure[];
   /** Replaces the built-in answer (which quotes matching lines of the attached files). */
   answer?: (context: AnswerContext) => string;
+  /** Delay before each `response.output_text.delta` of a streamed response. */
+  deltaDelayMs: number;
+  /** Drops streams mid-way; cleared once used up. */
+  dropStream?: StreamDrop;
 }
 
 export interface JournalEntry {
@@ -82,6 +107,11 @@ interface Conversation {
   metadata: Record<string, string>;
   items: MessageItem[];
 }
+interface StreamEvent {
+  type: string;
+  sequence_number: number;
+  [key: string]: unknown;
+}
 interface StoredResponse {
   body: Record<string, unknown> & { id: string; status: string };
   conversationId: string | null;
@@ -89,6 +119,8 @@ interface StoredResponse {
   vectorStoreIds: string[];
   finishAt: number;
   finalStatus: FinalStatus;
+  /** Created with `stream: true`: its events, as sent so far, and the streams waiting for more. */
+  stream?: { events: StreamEvent[]; over: boolean; listeners: Set<() => void> };
 }
 interface StoredFile {
   id: string;
@@ -113,7 +145,7 @@ export interface State {
   vectorStores: Map<string, VectorStore>;
 }
 
-const DEFAULT_KNOBS: Knobs = { latencyMs: 0, runDurationMs: 50, finalStatus: 'completed', failures: [] };
+const DEFAULT_KNOBS: Knobs = { latencyMs: 0, runDurationMs: 50, finalStatus: 'completed', failures: [], deltaDelayMs: 0 };
 
 class HttpError extends Error {
   readonly status: number;
@@ -170,7 +202,13 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
         code: 'invalid_api_key',
       });
     }
-    const failure = knobs.failures.find((candidate) => (!candidate.method || candidate.method === method) && url.pathname.startsWith(candidate.path));
+    const wantsStream = url.searchParams.get('stream') === 'true' || (typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream === true);
+    const failure = knobs.failures.find(
+      (candidate) =>
+        (!candidate.method || candidate.method === method) &&
+        url.pathname.startsWith(candidate.path) &&
+        (candidate.stream === undefined || candidate.stream === wantsStream),
+    );
     if (failure) {
       failure.count = (failure.count ?? 1) - 1;
       if (failure.count <= 0) knobs.failures.splice(knobs.failures.indexOf(failure), 1);
@@ -178,6 +216,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
     }
 
     const result = await route(method, url, body);
+    if (result instanceof EventFeed) return streamEvents(result.stored, result.startingAfter, response);
     send(response, 200, result);
   }
 
@@ -196,9 +235,13 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
       if (sub === 'items' && !second && method === 'GET') return listItems(conversation, url.searchParams);
     }
     if (resource === 'responses') {
-      if (!first && method === 'POST') return createResponse(json);
+      if (!first && method === 'POST') {
+        const created = createResponse(json);
+        return json.stream === true ? new EventFeed(created, -1) : settle(created);
+      }
       const stored = state.responses.get(first ?? '');
       if (!stored) throw notFound('response', first ?? '');
+      if (!sub && method === 'GET' && url.searchParams.get('stream') === 'true') return followResponse(stored, url.searchParams);
       if (!sub && method === 'GET') return settle(stored);
       if (sub === 'cancel' && method === 'POST') return cancel(stored);
     }
@@ -288,6 +331,10 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
     if (json.truncation !== undefined && json.truncation !== 'auto' && json.truncation !== 'disabled') {
       throw new HttpError(400, "Invalid value for 'truncation': expected one of 'auto' or 'disabled'.", { param: 'truncation', code: 'invalid_value' });
     }
+    if (json.stream === true && json.background !== true) {
+      // Only a background response outlives its stream; this fake implements streaming for those alone.
+      throw new HttpError(400, 'This fake server streams background responses only: set background to true with stream.', { param: 'stream' });
+    }
     const responseId = id('resp_');
     const body = {
       id: responseId,
@@ -325,13 +372,18 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
       finalStatus: knobs.finalStatus,
     };
     state.responses.set(responseId, stored);
-    return settle(stored);
+    if (json.stream === true) {
+      stored.stream = { events: [], over: false, listeners: new Set() };
+      void produce(stored).catch((error: unknown) => console.error('fake-openai: stream producer failed', error));
+    }
+    return stored;
   }
 
   /** Moves a response along: queued → in_progress → its final status once its time is up. */
   function settle(stored: StoredResponse) {
     const { body } = stored;
-    if (body.status === 'queued' || body.status === 'in_progress') {
+    // A streamed response moves on with its events, not with the clock.
+    if (!stored.stream && (body.status === 'queued' || body.status === 'in_progress')) {
       if (Date.now() < stored.finishAt) {
         body.status = body.status === 'queued' && Date.now() > stored.finishAt - knobs.runDurationMs / 2 ? 'in_progress' : body.status;
         return { ...body };
@@ -341,7 +393,8 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
     return { ...body };
   }
 
-  function finish(stored: StoredResponse) {
+  /** What the response answers: the question, the attached files' text, the answer and its citations. */
+  function compose(stored: StoredResponse) {
     const { body } = stored;
     const conversation = stored.conversationId ? state.conversations.get(stored.conversationId) : undefined;
     const history = [...(conversation?.items ?? []), ...stored.input];
@@ -353,30 +406,147 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
         .map((file) => ({ id: file.id, filename: file.filename, text: file.content.toString('utf8') })),
     );
     const promptTokens = Math.ceil((String(body.instructions ?? '').length + history.reduce((total, item) => total + item.content.map((part) => part.text).join('').length, 0)) / 4);
+    const { text, annotations } = knobs.answer ? { text: knobs.answer({ question, instructions: body.instructions as string | null, files }), annotations: [] } : defaultAnswer(question, files);
+    const finalText = stored.finalStatus === 'incomplete' ? text.slice(0, Math.max(1, Math.floor(text.length / 2))) : text;
+    return { question, promptTokens, text: finalText, annotations };
+  }
+
+  function finish(stored: StoredResponse, composed = compose(stored), messageId = id('msg_')) {
+    const { body } = stored;
+    const conversation = stored.conversationId ? state.conversations.get(stored.conversationId) : undefined;
     body.status = stored.finalStatus;
     if (stored.finalStatus === 'failed') {
       body.error = { code: 'server_error', message: 'The model failed to generate a response.' };
-      body.usage = usage(promptTokens, 0);
+      body.usage = usage(composed.promptTokens, 0);
       return;
     }
     if (stored.finalStatus === 'cancelled') return;
-    const { text, annotations } = knobs.answer ? { text: knobs.answer({ question, instructions: body.instructions as string | null, files }), annotations: [] } : defaultAnswer(question, files);
-    const finalText = stored.finalStatus === 'incomplete' ? text.slice(0, Math.max(1, Math.floor(text.length / 2))) : text;
     const message: MessageItem = {
       type: 'message',
-      id: id('msg_'),
+      id: messageId,
       status: 'completed',
       role: 'assistant',
-      content: [{ type: 'output_text', text: finalText, annotations }],
+      content: [{ type: 'output_text', text: composed.text, annotations: composed.annotations }],
     };
-    const searchCall = stored.vectorStoreIds.length
-      ? [{ type: 'file_search_call', id: id('fs_'), status: 'completed', queries: [question], results: null }]
-      : [];
-    body.output = [...searchCall, message];
-    body.output_text = finalText;
-    body.usage = usage(promptTokens, Math.ceil(finalText.length / 4));
+    body.output = [...searchCalls(stored, composed.question), message];
+    body.output_text = composed.text;
+    body.usage = usage(composed.promptTokens, Math.ceil(composed.text.length / 4));
     if (stored.finalStatus === 'incomplete') body.incomplete_details = { reason: 'max_output_tokens' };
     else if (conversation) conversation.items.push(...stored.input.filter((item) => !conversation.items.includes(item)), message);
+  }
+
+  const searchCalls = (stored: StoredResponse, question: string) =>
+    stored.vectorStoreIds.length ? [{ type: 'file_search_call', id: id('fs_'), status: 'completed', queries: [question], results: null }] : [];
+
+  /**
+   * Plays a streamed response out as the real API does, event by event:
+   * queued, in progress, the file search, the message and its text a word
+   * at a time (`deltaDelayMs` apart), then the final event. A cancel stops it.
+   */
+  async function produce(stored: StoredResponse) {
+    const { body } = stored;
+    const feed = stored.stream!;
+    let sequence = 0;
+    const emit = (type: string, fields: Record<string, unknown>) => {
+      feed.events.push({ type, sequence_number: sequence++, ...fields });
+      for (const listener of feed.listeners) listener();
+    };
+    const end = () => {
+      feed.over = true;
+      for (const listener of feed.listeners) listener();
+    };
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+    const cancelled = () => body.status === 'cancelled';
+
+    emit('response.created', { response: { ...body } });
+    await wait(knobs.runDurationMs / 2);
+    if (cancelled()) return end();
+    body.status = 'in_progress';
+    emit('response.in_progress', { response: { ...body } });
+    const composed = compose(stored);
+    let outputIndex = 0;
+    for (const call of searchCalls(stored, composed.question)) {
+      emit('response.output_item.added', { output_index: outputIndex, item: { ...call, status: 'in_progress' } });
+      emit('response.file_search_call.in_progress', { output_index: outputIndex, item_id: call.id });
+      emit('response.file_search_call.searching', { output_index: outputIndex, item_id: call.id });
+      emit('response.file_search_call.completed', { output_index: outputIndex, item_id: call.id });
+      emit('response.output_item.done', { output_index: outputIndex, item: call });
+      outputIndex++;
+    }
+    await wait(knobs.runDurationMs / 2);
+    if (cancelled()) return end();
+    if (stored.finalStatus === 'failed' || stored.finalStatus === 'cancelled') {
+      finish(stored, composed);
+      if (stored.finalStatus === 'failed') emit('response.failed', { response: { ...body } });
+      return end();
+    }
+    const messageId = id('msg_');
+    const item = { type: 'message', id: messageId, status: 'in_progress', role: 'assistant', content: [] };
+    emit('response.output_item.added', { output_index: outputIndex, item });
+    emit('response.content_part.added', { output_index: outputIndex, item_id: messageId, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
+    for (const delta of composed.text.match(/\s*\S+\s*/g) ?? [composed.text]) {
+      if (knobs.deltaDelayMs > 0) await wait(knobs.deltaDelayMs);
+      if (cancelled()) return end();
+      emit('response.output_text.delta', { output_index: outputIndex, item_id: messageId, content_index: 0, delta, logprobs: [] });
+    }
+    const part = { type: 'output_text', text: composed.text, annotations: composed.annotations, logprobs: [] };
+    emit('response.output_text.done', { output_index: outputIndex, item_id: messageId, content_index: 0, text: composed.text, logprobs: [] });
+    emit('response.content_part.done', { output_index: outputIndex, item_id: messageId, content_index: 0, part });
+    emit('response.output_item.done', { output_index: outputIndex, item: { ...item, status: 'completed', content: [part] } });
+    finish(stored, composed, messageId);
+    emit(stored.finalStatus === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: { ...body } });
+    end();
+  }
+
+  /** GET /v1/responses/{id}?stream=true[&starting_after=N]: the events after N, then the rest as they come. */
+  function followResponse(stored: StoredResponse, query: URLSearchParams) {
+    if (!stored.stream) {
+      throw new HttpError(400, 'This response was not created with stream=true, so it cannot be streamed.', { param: 'stream' });
+    }
+    const raw = query.get('starting_after');
+    const startingAfter = raw === null ? -1 : Number(raw);
+    if (!Number.isInteger(startingAfter) || startingAfter < -1) {
+      throw new HttpError(400, "Invalid 'starting_after': expected a non-negative integer.", { param: 'starting_after' });
+    }
+    return new EventFeed(stored, startingAfter);
+  }
+
+  /** Writes a response's events after `startingAfter` as server-sent events, following it to its end (or a knob's drop). */
+  function streamEvents(stored: StoredResponse, startingAfter: number, response: ServerResponse) {
+    const feed = stored.stream!;
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-request-id': `req_${randomBytes(8).toString('hex')}`,
+      'openai-processing-ms': '1',
+    });
+    let next = feed.events.findIndex((event) => event.sequence_number > startingAfter);
+    if (next < 0) next = feed.events.length;
+    let sent = 0;
+    const drop = knobs.dropStream;
+    const pump = () => {
+      while (next < feed.events.length) {
+        const event = feed.events[next++]!;
+        const text = `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+        sent++;
+        if (drop && sent >= drop.afterEvents) {
+          drop.times = (drop.times ?? 1) - 1;
+          if (drop.times <= 0 && knobs.dropStream === drop) knobs.dropStream = undefined;
+          feed.listeners.delete(pump);
+          // The events sent so far arrive; then the connection is cut without an end.
+          response.write(text, () => response.socket?.destroy());
+          return;
+        }
+        response.write(text);
+      }
+      if (feed.over) {
+        feed.listeners.delete(pump);
+        response.end();
+      }
+    };
+    feed.listeners.add(pump);
+    response.on('close', () => feed.listeners.delete(pump));
+    pump();
   }
 
   function cancel(stored: StoredResponse) {
@@ -384,7 +554,8 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
     if (stored.body.status === 'queued' || stored.body.status === 'in_progress') {
       stored.finalStatus = 'cancelled';
       stored.finishAt = 0;
-      finish(stored);
+      if (stored.stream) stored.body.status = 'cancelled';
+      else finish(stored);
     }
     return { ...stored.body };
   }
@@ -476,7 +647,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
     configure,
     failNext: (failure) => knobs.failures.push({ count: 1, ...failure }),
     reset() {
-      Object.assign(knobs, { ...DEFAULT_KNOBS, failures: [], answer: undefined });
+      Object.assign(knobs, { ...DEFAULT_KNOBS, failures: [], answer: undefined, dropStream: undefined });
       journal.length = 0;
       state.conversations.clear();
       state.responses.clear();
@@ -491,7 +662,18 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
   };
 }
 
+/** A route's answer that is a stream of a response's events rather than a JSON body. */
+class EventFeed {
+  readonly stored: StoredResponse;
+  readonly startingAfter: number;
+  constructor(stored: StoredResponse, startingAfter: number) {
+    this.stored = stored;
+    this.startingAfter = startingAfter;
+  }
+}
+
 function injected(status: InjectedFailure['status']): HttpError {
+  if (status === 400) return new HttpError(400, 'The request was refused (injected).', { param: null });
   if (status === 429) {
     return new HttpError(429, 'Rate limit reached for requests. Please try again in 20ms.', {
       type: 'requests',
