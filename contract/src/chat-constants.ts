@@ -26,3 +26,12 @@ export const FEEDBACK_CHOICES: { type: FeedbackType; label: string; description:
   { type: 'hallucinated', label: 'Incorrect information', description: 'This response contains factual errors.' },
   { type: 'other', label: 'Other', description: 'Something else (please specify below).' },
 ];
+
+/**
+ * The streamed answer (DESIGN §9), `Accept: text/event-stream` on
+ * POST /public/chat/send and /api/chat/send: `event: delta` with
+ * `data: {"text": "<chunk>"}` zero or more times (the answer is the chunks
+ * put together, in order), then exactly one `event: done` whose data is the
+ * ChatReply; comment lines (`: keep-alive`) in between at least every 15 s.
+ */
+export const CHAT_STREAM_EVENTS = { delta: 'delta', done: 'done' } as const;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 export {
   CHAT_MESSAGE_MAX,
+  CHAT_STREAM_EVENTS,
   FEEDBACK_CHOICES,
   FEEDBACK_DESCRIPTION_MAX,
   FEEDBACK_DETAIL_MAX,
@@ -79,14 +80,7 @@ export const ChatReplySchema = z.object({
 });
 export type ChatReply = z.infer<typeof ChatReplySchema>;
 
-/**
- * The streamed answer (DESIGN §9), `Accept: text/event-stream` on
- * POST /public/chat/send and /api/chat/send: `event: delta` with
- * `data: {"text": "<chunk>"}` zero or more times (the answer is the chunks
- * put together, in order), then exactly one `event: done` whose data is the
- * ChatReply; comment lines (`: keep-alive`) in between at least every 15 s.
- */
-export const CHAT_STREAM_EVENTS = { delta: 'delta', done: 'done' } as const;
+/** The streamed answer's events (DESIGN §9): see CHAT_STREAM_EVENTS in chat-constants.ts. */
 export const ChatDeltaSchema = z.object({ text: z.string() });
 export type ChatDelta = z.infer<typeof ChatDeltaSchema>;
 

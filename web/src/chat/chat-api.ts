@@ -1,14 +1,8 @@
-import type { ChatHistoryReply, ChatReply, FeedbackType, Source } from '@concierge/contract';
+import type { ChatCancelReply, ChatHistoryReply, ChatReply, FeedbackType, Source } from '@concierge/contract';
 
-/** A reply as the server sends it: a stopped answer says so, its partial answer in `response`. */
-type Reply = ChatReply & { stopped?: boolean };
-
-/** POST /public/chat/cancel's reply (DESIGN §9). */
-export interface ChatCancelReply {
-  feedback_id: number;
-  state: string;
-  response: string | null;
-}
+/** A reply as the server sends it (JSON, or an event stream's `done`); a stopped answer says so, its partial answer in `response`. */
+type Reply = ChatReply;
+import { CHAT_STREAM_EVENTS } from '@concierge/contract/chat-constants';
 import { createParser } from 'eventsource-parser';
 import { ApiError, api, readJson } from '../api/client.ts';
 
@@ -117,10 +111,10 @@ async function readEventStream(body: ReadableStream<Uint8Array>, onDelta: (text:
   let done: Reply | null = null;
   const parser = createParser({
     onEvent(event) {
-      if (event.event === 'delta') {
+      if (event.event === CHAT_STREAM_EVENTS.delta) {
         const chunk = (JSON.parse(event.data) as { text?: unknown }).text;
         if (typeof chunk === 'string' && chunk) onDelta(chunk);
-      } else if (event.event === 'done') {
+      } else if (event.event === CHAT_STREAM_EVENTS.done) {
         done = JSON.parse(event.data) as Reply;
       }
     },
