@@ -35,3 +35,6 @@ export const FEEDBACK_CHOICES: { type: FeedbackType; label: string; description:
  * ChatReply; comment lines (`: keep-alive`) in between at least every 15 s.
  */
 export const CHAT_STREAM_EVENTS = { delta: 'delta', done: 'done' } as const;
+
+/** GET /public/schedule/events/{uid}.ics: an event source's "Add to calendar" (the UID URL-encoded). */
+export const scheduleEventCalendarUrl = (uid: string) => `/public/schedule/events/${encodeURIComponent(uid)}.ics`;

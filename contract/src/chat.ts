@@ -3,6 +3,7 @@ import { z } from 'zod';
 export {
   CHAT_MESSAGE_MAX,
   CHAT_STREAM_EVENTS,
+  scheduleEventCalendarUrl,
   FEEDBACK_CHOICES,
   FEEDBACK_DESCRIPTION_MAX,
   FEEDBACK_DETAIL_MAX,
@@ -30,8 +31,6 @@ export const SourceSchema = z.object({
 });
 export type Source = z.infer<typeof SourceSchema>;
 
-/** GET /public/schedule/events/{uid}.ics: an event source's "Add to calendar" (the UID URL-encoded). */
-export const scheduleEventCalendarUrl = (uid: string) => `/public/schedule/events/${encodeURIComponent(uid)}.ics`;
 export const ScheduleEventFileParamsSchema = z.object({
   file: z
     .string()

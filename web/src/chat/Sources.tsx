@@ -1,3 +1,4 @@
+import { scheduleEventCalendarUrl } from '@concierge/contract/chat-constants';
 import { formatPeopleTime } from '@concierge/contract/people-time';
 import type { Source } from '@concierge/contract';
 import { useState } from 'react';
@@ -8,9 +9,6 @@ import { CalendarIcon, FileIcon } from './icons.tsx';
 const FIRST_SHOWN = 3;
 
 const sourceKey = (source: Source) => `${source.kind}:${source.event_uid ?? source.file_id ?? source.title}`;
-
-/** DESIGN §9: one event as an iCalendar file, from the latest good crawl. */
-export const calendarUrl = (uid: string) => `/public/schedule/events/${encodeURIComponent(uid)}.ics`;
 
 /**
  * What an answer cites (DESIGN §9 "Sources"): events as title · day time ·
@@ -40,7 +38,7 @@ export function Sources({ sources }: { sources: Source[] }) {
                 )}
               </span>
               {source.event_uid && (
-                <a className="cc-link-button" href={calendarUrl(source.event_uid)} download aria-label={`Add to calendar: ${source.title}`}>
+                <a className="cc-link-button" href={scheduleEventCalendarUrl(source.event_uid)} download aria-label={`Add to calendar: ${source.title}`}>
                   <CalendarIcon size={16} />
                   Add to calendar
                 </a>
