@@ -32,10 +32,12 @@ export function ChatApp() {
 
   const scroll = useConversationScroll(messages, chat.restoredAt);
 
-  // Once the chat becomes ready (or ready again after verification), the box takes the focus on wide screens.
+  // Once the chat becomes ready (or ready again after verification), the box takes the focus with a mouse at hand
+  // (a phone's keyboard would jump up unasked), unless the focus is elsewhere already: on the page, or, embedded, on the host site.
   const wasReady = useRef(false);
   useEffect(() => {
-    if (ready && !wasReady.current && window.matchMedia('(pointer: fine)').matches) focusInput();
+    const focusIsFree = document.hasFocus() && (document.activeElement === null || document.activeElement === document.body);
+    if (ready && !wasReady.current && focusIsFree && window.matchMedia('(pointer: fine)').matches) focusInput();
     wasReady.current = ready;
   }, [ready, focusInput]);
 
