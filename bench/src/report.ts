@@ -16,19 +16,23 @@ export interface BenchResult {
   minRatio?: number;
   /** An absolute target the value must not exceed (a figure an issue sets), beside the ratio. */
   maxValue?: number;
+  /** An absolute target the value must reach (a score an issue sets). */
+  minValue?: number;
   notes?: string[];
 }
 
 export const passed = (result: BenchResult) =>
   (result.maxRatio === undefined || result.ratio <= result.maxRatio) &&
   (result.minRatio === undefined || result.ratio >= result.minRatio) &&
-  (result.maxValue === undefined || result.value <= result.maxValue);
+  (result.maxValue === undefined || result.value <= result.maxValue) &&
+  (result.minValue === undefined || result.value >= result.minValue);
 
 const fmt = (n: number) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toFixed(2));
 
 const targetText = (result: BenchResult) =>
   [
     result.maxValue !== undefined ? `≤ ${fmt(result.maxValue)} ${result.unit}` : '',
+    result.minValue !== undefined ? `≥ ${fmt(result.minValue)} ${result.unit}` : '',
     result.maxRatio !== undefined && Number.isFinite(result.maxRatio) ? `ratio ≤ ${result.maxRatio}` : '',
     result.minRatio !== undefined ? `ratio ≥ ${result.minRatio}` : '',
   ]

@@ -62,6 +62,16 @@ const snowflakeOrEmpty = z
   .trim()
   .regex(/^(\d{17,20})?$/, 'must be a Discord id (17–20 digits) or empty');
 
+/** Discord channel ids in a text field: separated by commas, spaces or new lines. */
+export const discordIdList = (text: string): string[] => text.split(/[\s,]+/).filter(Boolean);
+
+/** A list of channel ids (any separator), stored as "id, id"; empty means every channel. */
+const snowflakeList = z
+  .string()
+  .max(4000, 'must be at most 4000 characters')
+  .transform((text) => discordIdList(text).join(', '))
+  .refine((text) => discordIdList(text).every((id) => /^\d{17,20}$/.test(id)), { message: 'must be Discord channel ids (17–20 digits) separated by commas, or empty' });
+
 const urlOrEmpty = z
   .string()
   .trim()
@@ -109,6 +119,8 @@ export const ConfigFieldsSchema = z.object({
   discord_error_message: requiredText(2000),
   discord_rate_limit_message: requiredText(2000),
   discord_notification_channel_id: snowflakeOrEmpty,
+  /** Channels /ask and /whisper answer in; empty: every channel. */
+  discord_allowed_channel_ids: snowflakeList,
   feedback_enabled: z.boolean(),
   feedback_modal_title: requiredText(45),
   feedback_modal_input_label: requiredText(45),

@@ -57,7 +57,8 @@ describe('the public chat and sign-in behind a reverse proxy on a non-default po
     await expect.poll(() => input.isEnabled()).toBe(true);
     await input.fill('When is the costume contest?');
     await input.press('Enter');
-    await page.locator('[data-role="assistant"]').nth(1).waitFor();
+    // The answer itself, not the thinking indicator before it.
+    await page.locator('[data-role="assistant"][data-status="done"]').nth(1).waitFor();
     expect(await page.getByRole('alert').count()).toBe(0);
 
     await page.goto(`${keepsPort.url}/ui/admin/login`);

@@ -43,7 +43,7 @@ describe('the public chat on a phone', () => {
     await input(page).fill('Where is the lost and found?');
     await input(page).press('Enter');
     await expect.poll(() => input(page).inputValue()).toBe('');
-    const answer = page.locator('[data-role="assistant"]').filter({ hasText: 'registration desk in the lobby' });
+    const answer = page.locator('[data-role="assistant"][data-status="done"]').filter({ hasText: 'registration desk in the lobby' });
     await answer.waitFor();
     // The source is shown by its title; no file name in the answer.
     expect(await answer.getByTitle('Source: Practical info').count()).toBe(1);
@@ -86,7 +86,8 @@ describe('the public chat on a phone', () => {
     await expect.poll(() => input(page).isEnabled()).toBe(true);
     await page.getByRole('button', { name: 'When is the costume contest?' }).click();
     await page.locator('[data-role="user"]').filter({ hasText: 'When is the costume contest?' }).waitFor();
-    const answer = page.locator('[data-role="assistant"]').filter({ hasText: 'Main Stage' }).last();
+    // The finished answer (its sources come with the end of the stream).
+    const answer = page.locator('[data-role="assistant"][data-status="done"]').filter({ hasText: 'Main Stage' }).last();
     await answer.waitFor();
     expect(await answer.textContent()).toContain('Costume Contest');
     // Events are the sources, by title; the schedule's generated file name is shown nowhere.
@@ -157,7 +158,8 @@ describe('the public chat with human verification', () => {
 
     await input(page).fill('hello there');
     await input(page).press('Enter');
-    await page.locator('[data-role="assistant"]').nth(1).waitFor();
+    // The answer itself, not the thinking indicator before it.
+    await page.locator('[data-role="assistant"][data-status="done"]').nth(1).waitFor();
     await context.close();
   });
 

@@ -21,6 +21,7 @@ import { registerUserRoutes } from './users/users.routes.ts';
 import { registerMetricsRoutes } from './metrics/metrics.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { markdownToSafeHtml } from './http/markdown-html.ts';
 import { registerSecurityHooks, signedInAdmin } from './http/security.ts';
 import { registerWebApp } from './http/web-app.ts';
 
@@ -119,7 +120,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerCrawlerRoutes(app, deps);
   registerUserRoutes(app, deps.users);
   registerAskRoutes(app, { askCommands: deps.askCommands, timeZone: deps.timeZone });
-  registerControlRoutes(app, { status: deps.status, requestShutdown: () => deps.requestShutdown() });
+  registerControlRoutes(app, { status: deps.status, discord: deps.discord, requestShutdown: () => deps.requestShutdown() });
   registerMetricsRoutes(app, { metrics: deps.metrics, auth: deps.auth, metricsToken: env.METRICS_TOKEN });
 
   await registerWebApp(app, {
@@ -135,8 +136,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
         communityUrl: env.COMMUNITY_URL ?? null,
         conventionUrl: env.CONVENTION_URL ?? null,
         version: deps.version,
+        timeZone: deps.timeZone(),
         chat: {
           welcomeMessage: named(config.public_chat_welcome_message),
+          welcomeHtml: markdownToSafeHtml(named(config.public_chat_welcome_message)),
           examplePrompts: examplePromptList(config.public_chat_example_prompts),
           aboutText: named(config.public_chat_about_text),
         },

@@ -18,6 +18,7 @@ import { AuthService } from './auth/auth.service.ts';
 import type { LastRefreshSource } from './chat/chat.routes.ts';
 import { ChatService } from './chat/chat.service.ts';
 import { CrawlerScheduler } from './crawler/crawler-scheduler.ts';
+import { DiscordBot } from './discord/discord-bot.ts';
 import { CrawlerService } from './crawler/crawler.service.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { defaultConfig } from './config/defaults.ts';
@@ -64,6 +65,8 @@ export interface Deps {
   askCommands: AskCommandService;
   /** Answers queued ask commands; started by startServer, not by tests (which call `drain()`). */
   askWorker: AskWorker;
+  /** The Discord bot (the ask worker's front); its gateway is started by startServer, not by tests that do not want it. */
+  discord: DiscordBot;
   crawler: CrawlerService;
   status: StatusService;
   /** Prometheus metrics of this process (GET /metrics). */
@@ -206,8 +209,26 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       usesOpenAI(env) && !turnstileConfigured(env)
         ? ['An OpenAI key is set but human verification (Turnstile) is not configured: anyone can use the public chat and spend OpenAI tokens.']
         : [];
-    const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings, counters }, events);
-    const health: HealthSources = { queueSize: () => askCommands.queued(), discordGatewayConnected: () => false };
+    const discord = new DiscordBot({
+      token: env.DISCORD_TOKEN,
+      applicationId: env.DISCORD_APPLICATION_ID,
+      apiUrl: env.DISCORD_API_URL,
+      owner: pipeline.owner,
+      database,
+      clock,
+      config,
+      logger: loggers.get('discord'),
+      gatewayLogger: loggers.get('gateway'),
+      notificationLogger: loggers.get('notifications'),
+      askCommands,
+      users,
+      events,
+      timeZone: () => crawler.timeZone(),
+      productName: env.PRODUCT_NAME,
+    });
+    askWorker.setFront(discord);
+    const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, discord, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings, counters }, events);
+    const health: HealthSources = { queueSize: () => askCommands.queued(), discordGatewayConnected: () => discord.connected };
     const metrics = new Metrics({
       events,
       version: APP_VERSION,
@@ -244,6 +265,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       users,
       askCommands,
       askWorker,
+      discord,
       crawler,
       crawlerScheduler,
       housekeeping,
@@ -256,8 +278,10 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       sessionSecret,
       version: APP_VERSION,
       async close() {
-        // The leader's work stops first, and the lock goes with it: another process takes over while this one finishes.
+        // The leader's work stops first (the gateway first of all: no new interactions; answers in flight are still
+        // delivered through their webhooks), and the lock goes with it: another process takes over while this one finishes.
         await leadership.stop();
+        await discord.stop();
         await askWorker.stop();
         await leases.stop();
         await fallback?.close();

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ScheduleChange } from './crawler/parse/diff.ts';
 import type { Db } from './db/database.ts';
 
 /**
@@ -42,6 +43,8 @@ export interface ProviderCallTiming {
 export interface CrawlerRunEvent {
   outcome: 'stored' | 'skipped' | 'held' | 'failed';
   duration_ms: number;
+  /** What a stored run changed since the last good one (the bot announces moves and cancellations). */
+  changes?: ScheduleChange[];
 }
 
 /** The day's token budget was found spent (published once per day, by one process). */

@@ -33,6 +33,8 @@ export async function startServer(
     // Only the leader runs these (README "Several processes"); on SQLite this process is the leader.
     const { leadership } = deps;
     leadership.add('ask worker', { start: () => deps.askWorker.start(), stop: () => deps.askWorker.halt() });
+    // The gateway (answers are delivered from any process: they need no gateway).
+    leadership.add('discord gateway', deps.discord);
     // A new provider or vector store gets the known documents again; the crawler's first upload waits for it.
     leadership.add('knowledge sync', { start: () => void deps.knowledge.sync(), stop: () => deps.knowledge.settled() });
     if (options.runCrawler ?? true) leadership.add('crawler schedule', { start: () => deps.crawlerScheduler.start(), stop: () => deps.crawlerScheduler.stop() });

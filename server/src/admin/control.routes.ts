@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { serviceUnavailable } from '../errors.ts';
+import type { DiscordBot } from '../discord/discord-bot.ts';
 import type { StatusService } from './status.service.ts';
 
 export interface ControlDeps {
   status: StatusService;
+  /** The Discord bot's connection and command registration (503 while Discord is not configured). */
+  discord: Pick<DiscordBot, 'connect' | 'disconnect' | 'registerCommands'>;
   /** Graceful shutdown of the whole process (main.ts provides it). */
   requestShutdown: () => void;
 }
@@ -34,9 +36,8 @@ export function registerControlRoutes(app: FastifyInstance, deps: ControlDeps): 
     reply.raw.once('finish', () => setImmediate(deps.requestShutdown));
     return { success: true, message: 'Shutting down' };
   });
-  for (const action of ['register_commands', 'connect', 'disconnect']) {
-    app.post(`/api/discord/${action}`, { schema: { tags } }, async () => {
-      throw serviceUnavailable('Discord is not configured', 'discord_not_configured');
-    });
-  }
+  const discordTags = ['discord'];
+  app.post('/api/discord/register_commands', { schema: { tags: discordTags } }, () => deps.discord.registerCommands());
+  app.post('/api/discord/connect', { schema: { tags: discordTags } }, () => deps.discord.connect());
+  app.post('/api/discord/disconnect', { schema: { tags: discordTags } }, () => deps.discord.disconnect());
 }

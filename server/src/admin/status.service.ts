@@ -4,6 +4,7 @@ import type { AskCommandService } from '../ask/ask-commands.service.ts';
 import type { CrawlerService } from '../crawler/crawler.service.ts';
 import type { UsersService } from '../users/users.service.ts';
 import type { TokenBudget } from '../ask/token-budget.ts';
+import type { DiscordFigures } from '../discord/discord-bot.ts';
 import type { Database } from '../db/database.ts';
 import { conflict } from '../errors.ts';
 import type { EventBus } from '../events.ts';
@@ -36,6 +37,8 @@ export interface StatusOptions {
   users: UsersService;
   askCommands: AskCommandService;
   budget: TokenBudget;
+  /** The Discord bot's figures (kept in the database, so every process shows the same). */
+  discord?: { figures(): Promise<DiscordFigures> };
   /** The retention in force and the last clean-up (the housekeeping). */
   retention: { retentionStatus(): Promise<RetentionStatus> };
   timeZone: () => string;
@@ -119,12 +122,13 @@ export class StatusService {
     const zone = timeZone();
     const today = zonedParts(now, zone);
     const todayStart = instantOf({ year: today.year, month: today.month, day: today.day }, zone).toISOString();
-    const [crawlerCounters, usersSeen, queued, reports, counters] = await Promise.all([
+    const [crawlerCounters, usersSeen, queued, reports, counters, discord] = await Promise.all([
       crawler.counters(true),
       this.#options.users.count(),
       this.#options.askCommands.queued(),
       this.#options.users.reportsByType(),
       this.#counters.read(),
+      this.#options.discord?.figures() ?? null,
       this.#options.budget.refresh(),
     ]);
     const counter = (name: string) => counters.get(name) ?? 0;
@@ -140,12 +144,14 @@ export class StatusService {
       run_status: withPrefix('openai:run_status:'),
       ...(Object.fromEntries(TOKEN_COUNTS.map((name) => [name, counter(`openai:${name}`)])) as Record<(typeof TOKEN_COUNTS)[number], number>),
     };
+    const warnings = [...(this.#options.warnings ?? [])];
+    if (discord?.configured && discord.state === 'failed' && discord.reason) warnings.push(`Discord bot: ${discord.reason}`);
     return {
       paused: config.get().paused,
-      warnings: this.#options.warnings ?? [],
+      warnings,
       pause_count: counter('pause_count'),
       resume_count: counter('resume_count'),
-      discord: { messages_handled: 0, connects: 0, disconnects: 0 },
+      discord: discord ?? { messages_handled: 0, connects: 0, disconnects: 0, configured: false, connected: false, state: 'off', reason: null, connected_at: null },
       openai,
       api_requests: withPrefix('api:'),
       current_requests_queued: queued,

@@ -32,13 +32,36 @@ export interface AskCommandRequest {
   acknowledged?: boolean;
 }
 
-/** What became of a submitted command; `message` is what to tell the asker when it was not queued. */
-export type SubmitOutcome =
+/**
+ * What became of a submitted command; `message` is what to tell the asker
+ * when it was not queued; `userCreated` says the asker was seen for the first time.
+ */
+export type SubmitOutcome = (
   | { status: 'queued'; command: queries.AskCommandRow }
   | { status: 'ignored'; command: queries.AskCommandRow }
   | { status: 'paused'; command: queries.AskCommandRow; message: string }
   | { status: 'in_flight'; command: queries.AskCommandRow; message: string }
-  | { status: 'limited'; command: queries.AskCommandRow; message: string; quota: Quota };
+  | { status: 'limited'; command: queries.AskCommandRow; message: string; quota: Quota }
+) & { userCreated?: boolean };
+
+/** The fields a front records about an answer it delivered. */
+export type DeliveryChanges = Partial<
+  Pick<
+    queries.AskCommandChanges,
+    | 'discord_message_id'
+    | 'step'
+    | 'custom_id'
+    | 'show_good'
+    | 'show_outdated'
+    | 'show_hallucinated'
+    | 'show_other'
+    | 'show_undo'
+    | 'disable_good'
+    | 'disable_outdated'
+    | 'disable_hallucinated'
+    | 'disable_other'
+  >
+>;
 
 export const ASK_COMMAND_ERRORS = {
   limited: (quota: Quota, at: (iso: string) => string) =>
@@ -77,7 +100,11 @@ export class AskCommandService {
   }
 
   async submit(request: AskCommandRequest): Promise<SubmitOutcome> {
-    const { user } = await this.#users.seen(request.user);
+    const { user, created } = await this.#users.seen(request.user);
+    return { ...(await this.#decide(request, user)), userCreated: created };
+  }
+
+  async #decide(request: AskCommandRequest, user: Awaited<ReturnType<UsersService['seen']>>['user']): Promise<SubmitOutcome> {
     const interaction = request.interaction;
     const base: queries.NewAskCommand = {
       user_id: user.id,
@@ -117,6 +144,21 @@ export class AskCommandService {
     const command = await store('queued');
     this.onQueued();
     return { status: 'queued', command };
+  }
+
+  /** The front acknowledged the command's interaction (a deferral made after the command was stored). */
+  async markAcknowledged(id: number): Promise<void> {
+    await queries.updateCommand(this.#db, id, { acknowledged: true, updated_at: this.#clock.now().toISOString() });
+  }
+
+  /** What the front did with the answer: the platform message carrying it and the state of its feedback buttons. */
+  async markDelivered(id: number, changes: DeliveryChanges): Promise<void> {
+    await queries.updateCommand(this.#db, id, { ...changes, updated_at: this.#clock.now().toISOString() });
+  }
+
+  /** Stores a message addressed to the bot (a mention or a reply, SPEC §3); one row per platform message. */
+  async recordDiscordMessage(message: Omit<Parameters<typeof queries.insertDiscordMessage>[1], never>): Promise<void> {
+    await queries.insertDiscordMessage(this.#db, message, this.#clock.now().toISOString());
   }
 
   find(id: number): Promise<queries.AskCommandRow | undefined> {

@@ -91,7 +91,7 @@ describe('public chat questions after a process stops', () => {
 
     const history = (await ctx.app.inject({ method: 'GET', url: '/public/chat/history', headers: { cookie } })).json();
     expect(history.exchanges.map((exchange: { answer: string }) => exchange.answer)).toEqual([row.response]);
-    await expect.poll(async () => (await send({ message: 'Where is the lost and found?' })).statusCode).toBe(200);
+    await expect.poll(async () => (await send({ message: 'Where is the lost and found?' })).statusCode, { timeout: 10_000 }).toBe(200);
   });
 
   it('asks once more a question that never reached a run, without repeating the stored question', async () => {

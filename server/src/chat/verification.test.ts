@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeTurnstile, TURNSTILE_TEST_SECRETS, TURNSTILE_TEST_SITE_KEY, type FakeTurnstile } from '../test-support/fake-turnstile.ts';
-import { cookieFrom, createTestContext, type TestContext } from '../test-support/test-context.ts';
+import { cookieFrom, createTestContext, minuteStartClock, type TestContext } from '../test-support/test-context.ts';
 import { CHAT_ERRORS } from './chat.service.ts';
 
 describe('human verification (Turnstile)', () => {
@@ -13,7 +13,9 @@ describe('human verification (Turnstile)', () => {
   afterAll(() => siteverify.close());
 
   async function contextWith(secret: string) {
+    // Attempts are counted per clock minute: start at the top of one, so a busy machine never splits the count.
     ctx = await createTestContext({
+      clock: minuteStartClock(),
       env: { TURNSTILE_SITE_KEY: TURNSTILE_TEST_SITE_KEY, TURNSTILE_SECRET_KEY: secret, TURNSTILE_VERIFY_URL: siteverify.url },
     });
     await ctx.deps.config.update({ public_chat_turnstile_validation_enabled: true, assistant_poll_interval: '100ms' });
@@ -93,7 +95,9 @@ describe('human verification (Turnstile)', () => {
   });
 
   it('answers 502 when siteverify cannot be reached', async () => {
+    // Attempts are counted per clock minute: start at the top of one, so a busy machine never splits the count.
     ctx = await createTestContext({
+      clock: minuteStartClock(),
       env: { TURNSTILE_SITE_KEY: TURNSTILE_TEST_SITE_KEY, TURNSTILE_SECRET_KEY: 'secret', TURNSTILE_VERIFY_URL: 'http://127.0.0.1:9/siteverify' },
     });
     await ctx.deps.config.update({ public_chat_turnstile_validation_enabled: true });

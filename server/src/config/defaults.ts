@@ -51,6 +51,7 @@ export function defaultConfig(productName: string): ConfigFields {
     discord_error_message: 'Sorry, something went wrong!',
     discord_rate_limit_message: "I'm still working on your last question!",
     discord_notification_channel_id: '',
+    discord_allowed_channel_ids: '',
     feedback_enabled: true,
     feedback_modal_title: 'Report a problem',
     feedback_modal_input_label: 'What was wrong?',

@@ -35,6 +35,7 @@ describe('operator wording (DESIGN §9)', () => {
     const page = appConfigOf((await ctx.app.inject({ url: '/ui/chat' })).body);
     expect(page.chat).toEqual({
       welcomeMessage: "Hi! I'm Starfall Concierge, your guide to the convention. Ask me about panels, guests, rooms and times — for example:",
+      welcomeHtml: "<p>Hi! I'm Starfall Concierge, your guide to the convention. Ask me about panels, guests, rooms and times — for example:</p>",
       examplePrompts: ["What's on in Hall B tonight?", 'When is the costume contest?', 'Where are the autograph sessions?', "What's happening right now?"],
       aboutText: expect.stringContaining('Starfall Concierge is an independent, fan-made tool.'),
     });
@@ -62,6 +63,7 @@ describe('operator wording (DESIGN §9)', () => {
     const page = appConfigOf((await ctx.app.inject({ url: '/ui/' })).body);
     expect(page.chat).toEqual({
       welcomeMessage: 'Welcome to **Starfall Concierge**, the official guide of Starfall Con!',
+      welcomeHtml: '<p>Welcome to <strong>Starfall Concierge</strong>, the official guide of Starfall Con!</p>',
       examplePrompts: ['Where is registration?', 'When does the dealers hall open?'],
       aboutText: 'Run by the Starfall Con team. See [our site](https://starfall.example.org).',
     });

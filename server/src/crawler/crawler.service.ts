@@ -195,7 +195,11 @@ export class CrawlerService {
     } catch (error) {
       this.#logger.error({ err: error }, 'could not record the crawler health');
     }
-    this.#options.events?.publish('crawler_run', { outcome: outcome.kind, duration_ms: now.getTime() - started });
+    this.#options.events?.publish('crawler_run', {
+      outcome: outcome.kind,
+      duration_ms: now.getTime() - started,
+      ...(outcome.kind === 'stored' ? { changes: outcome.changes } : {}),
+    });
     return outcome;
   }
 

@@ -50,6 +50,8 @@ describe('serving the web app', () => {
         conventionUrl: null,
       });
       expect(values.version).toMatch(/^\d+\.\d+\.\d+/);
+      // Every time the chat shows is in the convention's zone (DESIGN §9), so the page carries it.
+      expect(values.timeZone).toBe(ctx.deps.timeZone());
       expect(reply.body).toContain('<title>Starfall &lt;/script&gt; Concierge</title>');
       expect(reply.body).not.toContain('TURNSTILE_SECRET');
       expect(reply.body).not.toContain('0000000000000000000000000000000AA');

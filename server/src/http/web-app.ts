@@ -12,9 +12,13 @@ export interface WebAppValues {
   communityUrl: string | null;
   conventionUrl: string | null;
   version: string;
+  /** The convention's IANA zone, for every time shown to attendees (DESIGN §9 "Times shown to people"). */
+  timeZone: string;
   /** The operator's public chat wording (DESIGN §9), `{product}` already filled in. */
   chat: {
     welcomeMessage: string;
+    /** The welcome as safe HTML (raw HTML escaped), so the chat shows it before its markdown renderer loads. */
+    welcomeHtml: string;
     examplePrompts: string[];
     aboutText: string;
   };

@@ -1,4 +1,4 @@
-import type { SetupRequest, SetupStatus, UsernameReply } from '@concierge/contract';
+import type { SetupStatus, UsernameReply } from '@concierge/contract';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { ApiError, api } from './client.ts';
 
@@ -39,9 +39,7 @@ export function useLoggedIn(enabled = true) {
   });
 }
 
-export const createAdmin = (request: SetupRequest) => api.post<UsernameReply>('/setup', { body: request });
-export const login = (username: string, password: string) => api.post<UsernameReply>('/login', { body: { username, password } });
-export const logout = () => api.post<{ success: true }>('/logout');
+export { createAdmin, login, logout } from './auth-requests.ts';
 
 /** Forgets the signed-in state (after logout or a 401). */
 export function useForgetLogin() {

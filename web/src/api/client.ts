@@ -76,6 +76,11 @@ export async function apiRequest<T>(method: string, path: string, options: Reque
     clearTimeout(timer);
   }
 
+  return readJson<T>(response, path);
+}
+
+/** A response's JSON body, or ApiError with its status and the server's text when it is not 2xx. */
+export async function readJson<T>(response: Response, path = new URL(response.url || '/', 'http://x').pathname): Promise<T> {
   const text = await response.text().catch(() => '');
   let parsed: unknown = text;
   if (text && (response.headers.get('content-type') ?? '').includes('json')) {

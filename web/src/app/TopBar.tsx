@@ -17,23 +17,22 @@ import {
   useMediaQuery,
   useTheme,
 } from '@mui/material';
-import { useState, type MouseEvent } from 'react';
+import { lazy, Suspense, useState, type MouseEvent } from 'react';
 import { Link as RouterLink, useLocation, useNavigate } from 'react-router';
 import { logout, useForgetLogin, useLoggedIn } from '../api/auth.ts';
-import { InfoDialog } from '../components/InfoDialog.tsx';
-import { isChatHome, NAV_GROUPS, type NavGroup } from './nav.ts';
+import { CHAT_URL, NAV_GROUPS, type NavGroup } from './nav.ts';
 import { runtimeConfig } from './runtime-config.ts';
+
+const InfoDialog = lazy(() => import('../components/InfoDialog.tsx'));
 
 /** Product title, the info button, the navigation and 'Log out (username)' (SPEC §2). */
 export function TopBar() {
   const [infoOpen, setInfoOpen] = useState(false);
-  const { pathname } = useLocation();
   const { data: username } = useLoggedIn();
   const theme = useTheme();
   const wide = useMediaQuery(theme.breakpoints.up('md'));
   const signedIn = Boolean(username);
   const showNav = signedIn;
-  const showChatLink = !isChatHome(pathname);
 
   return (
     <>
@@ -41,8 +40,7 @@ export function TopBar() {
         <Toolbar sx={{ gap: 1, minHeight: { xs: 56 } }}>
           {showNav && !wide && <CompactNav username={username!} />}
           <Typography
-            component={RouterLink}
-            to={signedIn ? '/admin/status' : '/chat'}
+            {...(signedIn ? { component: RouterLink, to: '/admin/status' } : { component: 'a', href: CHAT_URL })}
             variant="h6"
             noWrap
             sx={{ color: 'inherit', textDecoration: 'none', fontWeight: 700, minWidth: 0, flexShrink: 1 }}
@@ -56,15 +54,19 @@ export function TopBar() {
           </Tooltip>
           <Box sx={{ flexGrow: 1 }} />
           {showNav && wide && NAV_GROUPS.map((group) => <GroupMenu key={group.label} group={group} />)}
-          {showChatLink && (wide || !signedIn) && (
-            <Button color="inherit" component={RouterLink} to="/chat" startIcon={<ChatBubbleOutline />} sx={{ whiteSpace: 'nowrap' }}>
+          {(wide || !signedIn) && (
+            <Button color="inherit" href={CHAT_URL} startIcon={<ChatBubbleOutline />} sx={{ whiteSpace: 'nowrap' }}>
               Public Chat
             </Button>
           )}
           {signedIn && wide && <LogoutButton username={username!} />}
         </Toolbar>
       </AppBar>
-      <InfoDialog open={infoOpen} onClose={() => setInfoOpen(false)} />
+      {infoOpen && (
+        <Suspense fallback={null}>
+          <InfoDialog onClose={() => setInfoOpen(false)} />
+        </Suspense>
+      )}
     </>
   );
 }
@@ -123,7 +125,7 @@ function CompactNav({ username }: { username: string }) {
           )),
         ])}
         <Divider />
-        <MenuItem component={RouterLink} to="/chat" onClick={close}>
+        <MenuItem component="a" href={CHAT_URL} onClick={close}>
           Public Chat
         </MenuItem>
         <MenuItem

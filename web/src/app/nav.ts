@@ -48,5 +48,5 @@ export const NAV_GROUPS: NavGroup[] = [
   },
 ];
 
-/** The chat-home routes, where the navigation hides unless signed in (paths as the router sees them, under /ui). */
-export const isChatHome = (pathname: string) => pathname === '/' || pathname === '' || pathname === '/chat';
+/** The public chat: its own page, so the console links to it with a full page load. */
+export const CHAT_URL = '/ui/chat';

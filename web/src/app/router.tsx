@@ -1,18 +1,23 @@
-import { lazy, Suspense, type ReactNode } from 'react';
+import { lazy, Suspense, useEffect, type ReactNode } from 'react';
 import { createBrowserRouter, Navigate } from 'react-router';
 import { AdminGate, Loading } from '../admin/AdminGate.tsx';
 import { ADMIN_SCREENS } from '../admin/screens.tsx';
-import { ChatPage } from '../chat/ChatPage.tsx';
 import { ErrorPage } from './ErrorPage.tsx';
 import { Layout } from './Layout.tsx';
+import { CHAT_URL } from './nav.ts';
 import { NotFoundPage } from './NotFoundPage.tsx';
 
 const SetupPage = lazy(() => import('../admin/auth/SetupPage.tsx'));
 const LoginPage = lazy(() => import('../admin/auth/LoginPage.tsx'));
 
+function ToChat() {
+  useEffect(() => window.location.replace(CHAT_URL), []);
+  return <Loading />;
+}
+
 const suspended = (element: ReactNode) => <Suspense fallback={<Loading />}>{element}</Suspense>;
 
-/** Routes of SPEC §2 under the /ui base path; console screens load lazily so the public chat stays small. */
+/** The console's routes of SPEC §2 under the /ui base path; its screens load lazily. */
 export const router = createBrowserRouter(
   [
     {
@@ -20,8 +25,9 @@ export const router = createBrowserRouter(
       element: <Layout />,
       errorElement: <ErrorPage />,
       children: [
-        { index: true, element: <ChatPage /> },
-        { path: 'chat', element: <ChatPage /> },
+        // The chat is its own light page (web/src/chat/), not a console screen: going there loads it.
+        { index: true, element: <ToChat /> },
+        { path: 'chat', element: <ToChat /> },
         {
           path: 'admin',
           element: <AdminGate />,

@@ -1,21 +1,8 @@
-import {
-  Alert,
-  Button,
-  Dialog,
-  DialogActions,
-  DialogContent,
-  DialogTitle,
-  FormControl,
-  FormControlLabel,
-  FormHelperText,
-  Radio,
-  RadioGroup,
-  TextField,
-  Typography,
-} from '@mui/material';
-import { FEEDBACK_CHOICES, FEEDBACK_DESCRIPTION_MAX, FEEDBACK_OTHER_DESCRIPTION_MAX, type FeedbackType } from '@concierge/contract';
-import { useEffect, useState } from 'react';
+import { FEEDBACK_CHOICES, FEEDBACK_DESCRIPTION_MAX, FEEDBACK_OTHER_DESCRIPTION_MAX, type FeedbackType } from '@concierge/contract/chat-constants';
+import { useEffect, useId, useState } from 'react';
 import { submitFeedback } from './chat-api.ts';
+import { Dialog } from './Dialog.tsx';
+import { toPlainText } from './plain-text.ts';
 
 const PREVIEW_CHARS = 200;
 const CLOSE_AFTER_MS = 1500;
@@ -24,14 +11,12 @@ export const FEEDBACK_THANKS = 'Thank you for your feedback! It helps us improve
 type Phase = 'editing' | 'submitting' | 'submitted';
 
 /** 'Provide Feedback' (SPEC §2, §5): type, optional description, submit. */
-export function FeedbackDialog({
-  open,
+export default function FeedbackDialog({
   feedbackId,
   messageText,
   onClose,
   onSubmitted,
 }: {
-  open: boolean;
   feedbackId: number;
   messageText: string;
   onClose: () => void;
@@ -41,15 +26,8 @@ export function FeedbackDialog({
   const [description, setDescription] = useState('');
   const [phase, setPhase] = useState<Phase>('editing');
   const [error, setError] = useState<string | null>(null);
-
-  useEffect(() => {
-    if (open) {
-      setType('');
-      setDescription('');
-      setPhase('editing');
-      setError(null);
-    }
-  }, [open]);
+  const descriptionId = useId();
+  const counterId = useId();
 
   useEffect(() => {
     if (phase !== 'submitted') return;
@@ -68,7 +46,7 @@ export function FeedbackDialog({
     setPhase('submitting');
     try {
       const failure = await submitFeedback(feedbackId, type, description.slice(0, max));
-      if (failure) {
+      if (failure !== null) {
         setError(failure || 'Failed to submit feedback');
         setPhase('editing');
         return;
@@ -82,77 +60,63 @@ export function FeedbackDialog({
   };
 
   return (
-    <Dialog open={open} onClose={onClose} fullWidth maxWidth="sm" aria-labelledby="feedback-dialog-title">
-      <DialogTitle id="feedback-dialog-title">Provide Feedback</DialogTitle>
-      <DialogContent>
-        <Typography variant="body2" color="text.secondary" sx={{ mb: 2, p: 1.5, bgcolor: 'action.hover', borderRadius: 1, whiteSpace: 'pre-wrap' }}>
-          {preview}
-        </Typography>
-        {phase === 'submitted' ? (
-          <Alert severity="success">{FEEDBACK_THANKS}</Alert>
-        ) : (
-          <>
-            <FormControl component="fieldset" sx={{ width: '100%' }}>
-              <RadioGroup aria-label="Feedback type" value={type} onChange={(event) => setType(event.target.value as FeedbackType)}>
-                {FEEDBACK_CHOICES.map((choice) => (
-                  <FormControlLabel
-                    key={choice.type}
-                    value={choice.type}
-                    control={<Radio />}
-                    sx={{ alignItems: 'flex-start', mb: 0.5, '& .MuiRadio-root': { pt: 0.5 } }}
-                    label={
-                      <span>
-                        <Typography component="span" sx={{ fontWeight: 600, display: 'block' }}>
-                          {choice.label}
-                        </Typography>
-                        <Typography component="span" variant="body2" color="text.secondary">
-                          {choice.description}
-                        </Typography>
-                      </span>
-                    }
-                  />
-                ))}
-              </RadioGroup>
-            </FormControl>
-            <TextField
-              label={type === 'other' ? 'Description (required)' : 'Description (optional)'}
-              value={description}
-              onChange={(event) => setDescription(event.target.value.slice(0, max))}
-              multiline
-              minRows={3}
-              fullWidth
-              sx={{ mt: 1 }}
-              slotProps={{ htmlInput: { maxLength: max } }}
-            />
-            <FormHelperText sx={{ textAlign: 'right' }} aria-live="polite">
-              {description.length}/{max}
-            </FormHelperText>
-            {error && (
-              <Alert severity="error" role="alert" sx={{ mt: 1 }}>
-                {error}
-              </Alert>
-            )}
-          </>
-        )}
-      </DialogContent>
-      <DialogActions>
-        <Button onClick={onClose}>{phase === 'submitted' ? 'Close' : 'Cancel'}</Button>
-        {phase !== 'submitted' && (
-          <Button variant="contained" onClick={submit} disabled={phase === 'submitting'}>
-            Submit Feedback
-          </Button>
-        )}
-      </DialogActions>
+    <Dialog
+      title="Provide Feedback"
+      onClose={onClose}
+      actions={
+        <>
+          <button type="button" className="cc-button cc-button--text" onClick={onClose}>
+            {phase === 'submitted' ? 'Close' : 'Cancel'}
+          </button>
+          {phase !== 'submitted' && (
+            <button type="button" className="cc-button" onClick={() => void submit()} disabled={phase === 'submitting'}>
+              Submit Feedback
+            </button>
+          )}
+        </>
+      }
+    >
+      <p className="cc-preview">{preview}</p>
+      {phase === 'submitted' ? (
+        <p className="cc-success" role="status">
+          {FEEDBACK_THANKS}
+        </p>
+      ) : (
+        <>
+          <fieldset className="cc-choices">
+            <legend className="cc-sr-only">Feedback type</legend>
+            {FEEDBACK_CHOICES.map((choice) => (
+              <label key={choice.type} className="cc-choice">
+                <input type="radio" name="feedback-type" value={choice.type} checked={type === choice.type} onChange={() => setType(choice.type)} />
+                <span>
+                  <span className="cc-choice__label">{choice.label}</span>
+                  <span className="cc-choice__description">{choice.description}</span>
+                </span>
+              </label>
+            ))}
+          </fieldset>
+          <label className="cc-field-label" htmlFor={descriptionId}>
+            {type === 'other' ? 'Description (required)' : 'Description (optional)'}
+          </label>
+          <textarea
+            id={descriptionId}
+            className="cc-textarea"
+            rows={3}
+            value={description}
+            maxLength={max}
+            aria-describedby={counterId}
+            onChange={(event) => setDescription(event.target.value.slice(0, max))}
+          />
+          <p id={counterId} className="cc-counter" aria-live="polite">
+            {description.length}/{max}
+          </p>
+          {error && (
+            <p className="cc-error-text cc-error-box" role="alert">
+              {error}
+            </p>
+          )}
+        </>
+      )}
     </Dialog>
   );
-}
-
-/** The answer without Markdown syntax, for the short preview. */
-function toPlainText(markdown: string): string {
-  return markdown
-    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
-    .replace(/^\s{0,3}(#{1,6}\s+|>\s?|[-*+]\s+)/gm, '')
-    .replace(/[*_`~]+/g, '')
-    .replace(/\n{2,}/g, '\n')
-    .trim();
 }

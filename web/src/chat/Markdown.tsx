@@ -1,8 +1,13 @@
-import { Box } from '@mui/material';
 import ReactMarkdown, { type Components } from 'react-markdown';
 import remarkGfm from 'remark-gfm';
 
+/** A heading in an answer sits one level under the page's own h1: # becomes h2, ## h3, and so on. */
 const components: Components = {
+  h1: ({ children }) => <h2>{children}</h2>,
+  h2: ({ children }) => <h3>{children}</h3>,
+  h3: ({ children }) => <h4>{children}</h4>,
+  h4: ({ children }) => <h5>{children}</h5>,
+  h5: ({ children }) => <h6>{children}</h6>,
   // Links leave the chat in a new tab, without access back to it.
   a: ({ href, children }) => (
     <a href={href} target="_blank" rel="noopener noreferrer">
@@ -11,27 +16,17 @@ const components: Components = {
   ),
 };
 
-/** An answer rendered as Markdown (GFM), with any raw HTML dropped. */
-export function Markdown({ text }: { text: string }) {
+/**
+ * Markdown (GFM) with any raw HTML dropped and unsafe link protocols
+ * removed (react-markdown's defaults). A half-streamed answer is Markdown
+ * too: an unclosed `**` shows as text until its end arrives.
+ */
+export default function Markdown({ text }: { text: string }) {
   return (
-    <Box
-      sx={{
-        '& > :first-of-type': { mt: 0 },
-        '& > :last-child': { mb: 0 },
-        '& p': { my: 1 },
-        '& ul, & ol': { pl: 2.5, my: 1 },
-        '& li + li': { mt: 0.5 },
-        '& blockquote': { borderLeft: 3, borderColor: 'divider', m: 0, my: 1, pl: 1.5, color: 'text.secondary' },
-        '& a': { color: 'primary.main', wordBreak: 'break-word' },
-        '& table': { borderCollapse: 'collapse', display: 'block', overflowX: 'auto' },
-        '& th, & td': { border: 1, borderColor: 'divider', px: 1, py: 0.5 },
-        '& code': { fontSize: '0.9em' },
-        wordBreak: 'break-word',
-      }}
-    >
+    <div className="cc-markdown">
       <ReactMarkdown remarkPlugins={[remarkGfm]} skipHtml components={components}>
         {text}
       </ReactMarkdown>
-    </Box>
+    </div>
   );
 }

@@ -1,8 +1,13 @@
-import type { ChatHistoryReply, ChatReply, FeedbackType, Source } from '@concierge/contract';
-import { ApiError, api } from '../api/client.ts';
+import type { ChatCancelReply, ChatHistoryReply, ChatReply, FeedbackType, Source } from '@concierge/contract';
+
+/** A reply as the server sends it (JSON, or an event stream's `done`); a stopped answer says so, its partial answer in `response`. */
+type Reply = ChatReply;
+import { CHAT_STREAM_EVENTS } from '@concierge/contract/chat-constants';
+import { createParser } from 'eventsource-parser';
+import { ApiError, api, readJson } from '../api/client.ts';
 
 /** SPEC §9 time limits of the public chat's calls. */
-export const TIMEOUTS = { send: 120_000, verify: 10_000, enabled: 5_000, feedback: 10_000, history: 10_000 } as const;
+export const TIMEOUTS = { send: 120_000, verify: 10_000, enabled: 5_000, feedback: 10_000, history: 10_000, lastRefresh: 10_000, cancel: 10_000, newConversation: 10_000 } as const;
 
 /** SPEC §8's texts for the public chat. */
 export const CHAT_TEXT = {
@@ -35,8 +40,11 @@ export const CHAT_TEXT = {
 
 export type SendOutcome =
   | { ok: true; response: string; feedbackId: number | null; sources: Source[] }
-  /** `operatorWording`: the text is the operator's markdown (the paused message), not one of SPEC's plain texts. */
-  | { ok: false; error: string; operatorWording?: boolean };
+  /**
+   * `operatorWording`: the text is the operator's markdown (the paused message), not one of SPEC's plain texts.
+   * `stopped`: the visitor pressed Stop; `partial` is what had arrived.
+   */
+  | { ok: false; error: string; operatorWording?: boolean; stopped?: boolean; partial?: string };
 
 /** While the bot is paused the server answers 503 with the operator's paused message (DESIGN §9). */
 const pausedMessage = (error: unknown) =>
@@ -70,36 +78,135 @@ export function sendErrorText(error: unknown): string {
   return CHAT_TEXT.unknown;
 }
 
+/** The reply (JSON, or an event stream's `done`) as the visitor sees it. */
+function outcomeOf(reply: Reply | '' | null): SendOutcome {
+  if (!reply || typeof reply !== 'object') return { ok: false, error: CHAT_TEXT.interrupted };
+  // Stopped (DESIGN §9 cancel, from this page or another of the session's).
+  if (reply.stopped) return { ok: false, error: '', stopped: true, partial: reply.response };
+  if (!reply.success) return { ok: false, error: reply.error ? `Error: ${reply.error}` : CHAT_TEXT.sendFailed };
+  if (!reply.response) return { ok: false, error: CHAT_TEXT.interrupted };
+  return { ok: true, response: reply.response, feedbackId: reply.feedback_id, sources: reply.sources ?? [] };
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Waits before re-sending after a dropped connection (flaky convention Wi-Fi). */
 const RETRY_DELAYS_MS = [1500, 4000];
 
+export interface SendOptions {
+  /** Each chunk of the answer as it streams (DESIGN §9 `event: delta`). */
+  onDelta?: (text: string) => void;
+  /** The connection dropped and the question is being asked again under the same id: the server replays or follows the answer from its start. */
+  onRestart?: () => void;
+  /** Aborted when the visitor presses Stop. */
+  signal?: AbortSignal;
+}
+
+class StreamDropped extends Error {}
+
 /**
- * Sends one question. A dropped connection is retried with the same
- * client_message_id, so the server answers it once and a retry gets the
- * stored answer.
+ * Reads DESIGN §9's event stream: `delta` chunks, then one `done` carrying
+ * the usual reply. A stream that ends without `done` dropped on the way.
  */
-export async function sendMessage(message: string, token: string, clientMessageId: string): Promise<SendOutcome> {
+async function readEventStream(body: ReadableStream<Uint8Array>, onDelta: (text: string) => void): Promise<Reply> {
+  let done: Reply | null = null;
+  const parser = createParser({
+    onEvent(event) {
+      if (event.event === CHAT_STREAM_EVENTS.delta) {
+        const chunk = (JSON.parse(event.data) as { text?: unknown }).text;
+        if (typeof chunk === 'string' && chunk) onDelta(chunk);
+      } else if (event.event === CHAT_STREAM_EVENTS.done) {
+        done = JSON.parse(event.data) as Reply;
+      }
+    },
+  });
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { value, done: ended } = await reader.read();
+    if (ended) break;
+    parser.feed(decoder.decode(value, { stream: true }));
+  }
+  parser.feed(decoder.decode());
+  if (!done) throw new StreamDropped('The answer stream ended before its last event');
+  return done;
+}
+
+/**
+ * Sends one question and streams its answer (DESIGN §9): with `Accept:
+ * text/event-stream` the server answers chunk by chunk; a server that
+ * answers JSON instead is read as before. A refusal keeps its HTTP status
+ * and JSON body. A dropped connection is retried with the same
+ * client_message_id, so the server answers it once and a retry gets the
+ * stored answer (or follows the one in flight).
+ */
+export async function sendMessage(message: string, token: string, clientMessageId: string, options: SendOptions = {}): Promise<SendOutcome> {
+  const deadline = AbortSignal.timeout(TIMEOUTS.send);
+  const signals = [deadline, ...(options.signal ? [options.signal] : [])];
+  const signal = AbortSignal.any(signals);
+  const stopped = () => options.signal?.aborted === true;
   for (let attempt = 0; ; attempt++) {
     try {
-      const reply = await api.post<ChatReply | ''>('/public/chat/send', {
-        body: { message, token, client_message_id: clientMessageId },
-        timeoutMs: TIMEOUTS.send,
-      });
-      if (!reply || typeof reply !== 'object') return { ok: false, error: CHAT_TEXT.interrupted };
-      if (!reply.success) return { ok: false, error: reply.error ? `Error: ${reply.error}` : CHAT_TEXT.sendFailed };
-      if (!reply.response) return { ok: false, error: CHAT_TEXT.interrupted };
-      return { ok: true, response: reply.response, feedbackId: reply.feedback_id, sources: reply.sources ?? [] };
+      if (attempt > 0) options.onRestart?.();
+      let response: Response;
+      try {
+        response = await fetch('/public/chat/send', {
+          method: 'POST',
+          headers: { accept: 'text/event-stream', 'content-type': 'application/json' },
+          body: JSON.stringify({ message, token, client_message_id: clientMessageId }),
+          credentials: 'same-origin',
+          signal,
+        });
+      } catch (error) {
+        throw signal.aborted ? error : new ApiError('network', 0, error instanceof Error ? error.message : 'Network error');
+      }
+      const type = response.headers.get('content-type') ?? '';
+      if (response.ok && type.includes('text/event-stream') && response.body) {
+        try {
+          return outcomeOf(await readEventStream(response.body, (text) => options.onDelta?.(text)));
+        } catch (error) {
+          if (signal.aborted) throw error;
+          throw new ApiError('network', 0, error instanceof Error ? error.message : 'The answer stream dropped');
+        }
+      }
+      return outcomeOf(await readJson<Reply | ''>(response));
     } catch (error) {
+      if (stopped()) return { ok: false, error: '', stopped: true };
+      if (deadline.aborted) return { ok: false, error: CHAT_TEXT.timeout };
       const delay = RETRY_DELAYS_MS[attempt];
       if (error instanceof ApiError && error.kind === 'network' && delay !== undefined) {
         await sleep(delay);
+        if (stopped()) return { ok: false, error: '', stopped: true };
         continue;
       }
       const paused = pausedMessage(error);
       if (paused) return { ok: false, error: paused, operatorWording: true };
       return { ok: false, error: sendErrorText(error) };
     }
+  }
+}
+
+/**
+ * Stops an answer in flight (DESIGN §9): the run is cancelled and the
+ * session may ask again at once. Resolves to how the question ended (its
+ * partial answer when stopped; the whole answer if it finished first), or
+ * null when the server could not say.
+ */
+export async function cancelAnswer(clientMessageId: string): Promise<ChatCancelReply | null> {
+  try {
+    return await api.post<ChatCancelReply>('/public/chat/cancel', { body: { client_message_id: clientMessageId }, timeoutMs: TIMEOUTS.cancel });
+  } catch {
+    // Nothing to tell the visitor: the answer is stopped on their side either way.
+    return null;
+  }
+}
+
+/** A new conversation (DESIGN §9): the session's next question starts a new thread. Resolves to an error text or null. */
+export async function startNewConversation(): Promise<string | null> {
+  try {
+    await api.post('/public/chat/new_conversation', { timeoutMs: TIMEOUTS.newConversation });
+    return null;
+  } catch (error) {
+    return sendErrorText(error);
   }
 }
 

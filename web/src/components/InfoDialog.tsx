@@ -1,8 +1,9 @@
-import { Box, Button, Dialog, DialogActions, DialogContent, DialogTitle, Link, Stack, Typography } from '@mui/material';
-import { useQuery } from '@tanstack/react-query';
+import { formatPeopleTime } from '@concierge/contract/people-time';
+import { useEffect, useState } from 'react';
 import { api } from '../api/client.ts';
 import { runtimeConfig } from '../app/runtime-config.ts';
-import { Markdown } from '../chat/Markdown.tsx';
+import { Dialog } from '../chat/Dialog.tsx';
+import { LazyMarkdown } from '../chat/LazyMarkdown.tsx';
 
 interface LastRefresh {
   success: boolean;
@@ -12,61 +13,69 @@ interface LastRefresh {
 /** SPEC §1: shown only when last_refresh is present and not empty, '0' or 'null'. */
 const usableRefresh = (value: string | undefined | null): value is string => Boolean(value) && value !== '0' && value !== 'null';
 
-function useLastRefresh(enabled: boolean) {
-  return useQuery({
-    queryKey: ['last-refresh'],
-    queryFn: async () => {
-      try {
-        const reply = await api.get<LastRefresh>('/public/chat/last_refresh', { timeoutMs: 10_000 });
-        return reply.success ? (reply.data ?? null) : null;
-      } catch {
-        return null; // SPEC §8: a failure is silent.
-      }
-    },
-    enabled,
-    staleTime: 60_000,
-  });
+async function fetchLastRefresh(): Promise<string | null> {
+  try {
+    const reply = await api.get<LastRefresh>('/public/chat/last_refresh', { timeoutMs: 10_000 });
+    return reply.success ? (reply.data ?? null) : null;
+  } catch {
+    return null; // SPEC §8: a failure is silent.
+  }
 }
 
-/** The info dialog: what this app is (and is not), links, and when the schedule was last refreshed. */
-export function InfoDialog({ open, onClose }: { open: boolean; onClose: () => void }) {
-  const { data: lastRefresh } = useLastRefresh(open);
-  const { productName, communityUrl, conventionUrl, chat } = runtimeConfig;
+/**
+ * The info dialog (SPEC §1): what this app is (and is not), the community
+ * and convention links, and when the schedule was last refreshed, in the
+ * convention's zone on a 24-hour clock (DESIGN §9). Used by the chat and the console.
+ */
+export default function InfoDialog({ onClose }: { onClose: () => void }) {
+  const [lastRefresh, setLastRefresh] = useState<string | null>(null);
+  useEffect(() => {
+    let current = true;
+    void fetchLastRefresh().then((value) => current && setLastRefresh(value));
+    return () => {
+      current = false;
+    };
+  }, []);
+  const { productName, communityUrl, conventionUrl, chat, timeZone } = runtimeConfig;
   return (
-    <Dialog open={open} onClose={onClose} aria-labelledby="info-dialog-title" maxWidth="xs" fullWidth>
-      <DialogTitle id="info-dialog-title">About {productName}</DialogTitle>
-      <DialogContent>
-        <Stack spacing={2}>
-          <Box data-testid="about-text">
-            <Markdown text={chat.aboutText} />
-          </Box>
-          {(communityUrl || conventionUrl) && (
-            <Stack spacing={0.5}>
-              {communityUrl && (
-                <Link href={communityUrl} target="_blank" rel="noopener noreferrer">
-                  Join the community chat
-                </Link>
-              )}
-              {conventionUrl && (
-                <Link href={conventionUrl} target="_blank" rel="noopener noreferrer">
-                  Official convention site
-                </Link>
-              )}
-            </Stack>
-          )}
-          {usableRefresh(lastRefresh) && (
-            <Stack spacing={0.5}>
-              <Typography variant="subtitle2">Schedule Updates</Typography>
-              <Typography variant="body2">Last refreshed {new Date(lastRefresh).toLocaleString()}</Typography>
-            </Stack>
-          )}
-        </Stack>
-      </DialogContent>
-      <DialogActions>
-        <Button onClick={onClose} variant="contained">
+    <Dialog
+      title={`About ${productName}`}
+      onClose={onClose}
+      actions={
+        <button type="button" className="cc-button" onClick={onClose}>
           Got it
-        </Button>
-      </DialogActions>
+        </button>
+      }
+    >
+      <div data-testid="about-text">
+        <LazyMarkdown text={chat.aboutText} />
+      </div>
+      {(communityUrl || conventionUrl) && (
+        <ul className="cc-links">
+          {communityUrl && (
+            <li>
+              <a href={communityUrl} target="_blank" rel="noopener noreferrer">
+                Join the community chat
+              </a>
+            </li>
+          )}
+          {conventionUrl && (
+            <li>
+              <a href={conventionUrl} target="_blank" rel="noopener noreferrer">
+                Official convention site
+              </a>
+            </li>
+          )}
+        </ul>
+      )}
+      {usableRefresh(lastRefresh) && (
+        <div className="cc-refresh">
+          <h3>Schedule Updates</h3>
+          <p>
+            Last refreshed <time dateTime={lastRefresh}>{formatPeopleTime(lastRefresh, timeZone)}</time>
+          </p>
+        </div>
+      )}
     </Dialog>
   );
 }

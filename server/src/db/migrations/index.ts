@@ -12,6 +12,7 @@ import * as publicChatWording from './20261125T090000-public-chat-wording.ts';
 import * as crawlerHealth from './20261125T100000-crawler-health.ts';
 import * as retention from './20261125T110000-retention.ts';
 import * as tokenBudget from './20261126T090000-token-budget.ts';
+import * as discordBot from './20261127T140000-discord-bot.ts';
 import * as chatConversations from './20261127T160000-chat-conversations.ts';
 import * as cluster from './20261128T090000-cluster.ts';
 
@@ -36,6 +37,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261125T100000-crawler-health': crawlerHealth,
   '20261125T110000-retention': retention,
   '20261126T090000-token-budget': tokenBudget,
+  '20261127T140000-discord-bot': discordBot,
   '20261127T160000-chat-conversations': chatConversations,
   '20261128T090000-cluster': cluster,
 };

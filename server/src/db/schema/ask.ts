@@ -119,3 +119,33 @@ export interface TokenSpendTable {
   exhausted_at: string | null;
   updated_at: string;
 }
+
+/** The Discord gateway, shared by every process (one row, id 1): who holds it, how it is, and its counters. */
+export interface DiscordGatewayTable {
+  id: number;
+  /** The process running the gateway (the leader), and until when its claim holds. */
+  owner: string | null;
+  lease_expires_at: string | null;
+  /** An operator pressed Disconnect; the bot stays off until Connect. */
+  operator_disconnected: Generated<boolean>;
+  connected: Generated<boolean>;
+  /** off, connecting, connected, disconnected, failed. */
+  state: Generated<string>;
+  /** Why the bot is not connected, in words for the Status screen. */
+  reason: string | null;
+  connected_at: string | null;
+  connects: Generated<number>;
+  disconnects: Generated<number>;
+  messages_handled: Generated<number>;
+  /** The command definitions last registered with Discord (a hash), so a start registers only after a change. */
+  commands_hash: string | null;
+  updated_at: string;
+}
+
+/** How many times a user took back feedback on an answer. */
+export interface AskCommandFeedbackUndoTable {
+  ask_command_id: number;
+  user_id: string;
+  count: Generated<number>;
+  updated_at: string;
+}

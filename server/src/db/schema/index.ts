@@ -1,4 +1,4 @@
-import type { AskCommandFeedbackTable, AskCommandTable, DiscordMessageTable, TokenSpendTable, UserTable } from './ask.ts';
+import type { AskCommandFeedbackTable, AskCommandFeedbackUndoTable, AskCommandTable, DiscordGatewayTable, DiscordMessageTable, TokenSpendTable, UserTable } from './ask.ts';
 import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable } from './admin.ts';
 import type {
   ContentPartTable,
@@ -61,6 +61,8 @@ export interface DB {
   ask_command_feedback: AskCommandFeedbackTable;
   discord_messages: DiscordMessageTable;
   token_spend: TokenSpendTable;
+  discord_gateway: DiscordGatewayTable;
+  ask_command_feedback_undos: AskCommandFeedbackUndoTable;
 
   crawler_runs: CrawlerRunTable;
   crawler_events: CrawlerEventTable;

@@ -766,7 +766,7 @@ async function parseBody(request: IncomingMessage, raw: Buffer): Promise<unknown
   const type = request.headers['content-type'] ?? '';
   if (raw.length === 0) return undefined;
   if (type.startsWith('multipart/form-data')) {
-    return new Request('http://localhost/', { method: 'POST', headers: { 'content-type': type }, body: raw }).formData();
+    return new Request('http://localhost/', { method: 'POST', headers: { 'content-type': type }, body: new Uint8Array(raw) }).formData();
   }
   try {
     return JSON.parse(raw.toString('utf8'));

@@ -223,6 +223,22 @@ export default function CommandsPage() {
               <Button variant="outlined" disabled={busy !== null} onClick={simple('register', '/api/discord/register_commands', 'Commands registered', 'Error registering commands')}>
                 Register Discord Commands
               </Button>
+              <Button variant="outlined" disabled={busy !== null} onClick={simple('connect', '/api/discord/connect', 'Discord connected', 'Error connecting to Discord')}>
+                Connect Discord
+              </Button>
+              <Button
+                variant="outlined"
+                disabled={busy !== null}
+                onClick={() =>
+                  setConfirmation({
+                    title: 'Disconnect Discord',
+                    text: 'The bot leaves Discord and stays off (in every server process) until someone presses Connect Discord. Answers already being written still arrive. Continue?',
+                    run: simple('disconnect', '/api/discord/disconnect', 'Discord disconnected', 'Error disconnecting from Discord'),
+                  })
+                }
+              >
+                Disconnect Discord
+              </Button>
               <Button variant="outlined" disabled={busy !== null} onClick={() => void refresh(false)}>
                 Refresh Schedule
               </Button>

@@ -40,6 +40,9 @@ const show = (value: Value | undefined) => (typeof value === 'boolean' ? (value 
  * Field / Current Value / New Value table; only changed fields are sent,
  * numbers as numbers; the server's answer replaces the form.
  */
+/** An id for a section's heading: one word, or aria-labelledby would read "Discord Feedback" as two ids. */
+const sectionId = (title: string) => `section-${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
+
 export default function ConfigPage() {
   const { enqueueSnackbar } = useSnackbar();
   const queryClient = useQueryClient();
@@ -108,9 +111,9 @@ export default function ConfigPage() {
       </Typography>
       <Box sx={{ display: 'grid', gap: 2, pb: 10 }}>
         {SECTIONS.map((section) => (
-          <Card key={section.title} component="section" aria-labelledby={`section-${section.title}`}>
+          <Card key={section.title} component="section" aria-labelledby={sectionId(section.title)}>
             <CardContent>
-              <Typography id={`section-${section.title}`} variant="h2" component="h2" sx={{ mb: 2 }}>
+              <Typography id={sectionId(section.title)} variant="h2" component="h2" sx={{ mb: 2 }}>
                 {section.title}
               </Typography>
               <Box sx={{ display: 'grid', gap: 2, gridTemplateColumns: { xs: '1fr', md: '1fr 1fr' } }}>

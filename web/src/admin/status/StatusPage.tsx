@@ -25,6 +25,17 @@ interface BotStatus {
     run_status: Record<string, number>;
   };
   api_requests: Record<string, number>;
+  /** The Discord bot: counters every server process shares, and how its gateway is. */
+  discord?: {
+    messages_handled: number;
+    connects: number;
+    disconnects: number;
+    configured?: boolean;
+    connected?: boolean;
+    state?: string;
+    reason?: string | null;
+    connected_at?: string | null;
+  };
   crawler: {
     enabled: boolean;
     last_run: string | null;
@@ -133,6 +144,34 @@ function retentionRows(retention: NonNullable<BotStatus['retention']>): [string,
   ];
 }
 
+const GATEWAY_STATES: Record<string, string> = {
+  connected: 'Connected',
+  connecting: 'Connecting…',
+  reconnecting: 'Reconnecting…',
+  failed: 'Cannot connect',
+  off: 'Not connected',
+};
+
+function discordRows(discord: NonNullable<BotStatus['discord']>): [string, ReactNode][] {
+  const state = discord.state ?? (discord.connected ? 'connected' : 'off');
+  const color = state === 'connected' ? 'success.main' : state === 'failed' ? 'error.main' : 'text.primary';
+  return [
+    [
+      'Gateway',
+      <Typography key="gateway" component="span" variant="body2" sx={{ fontWeight: 600, color }} data-testid="discord-gateway">
+        {GATEWAY_STATES[state] ?? state}
+      </Typography>,
+    ],
+    ...(discord.reason
+      ? ([['Why', <Typography key="why" component="span" variant="body2" color={state === 'failed' ? 'error' : 'text.secondary'} sx={{ wordBreak: 'break-word' }}>{discord.reason}</Typography>]] as [string, ReactNode][])
+      : []),
+    ...(discord.connected ? ([['Connected since', formatDateTime(discord.connected_at ?? null)]] as [string, ReactNode][]) : []),
+    ['Connects', n(discord.connects)],
+    ['Disconnects', n(discord.disconnects)],
+    ['Messages handled', n(discord.messages_handled)],
+  ];
+}
+
 const entries = (map: Record<string, number>) => Object.entries(map).map(([key, value]): [string, ReactNode] => [key, n(value)]);
 
 /** System Status (SPEC §2): skeleton while loading, the raw error text on failure. */
@@ -196,6 +235,7 @@ function StatusTables({ status }: { status: BotStatus }) {
             ['Uptime', status.uptime],
           ]}
         />
+        {status.discord && <StatusTable title="Discord" rows={discordRows(status.discord)} />}
         <StatusTable
           title="OpenAI"
           rows={[
