@@ -27,9 +27,10 @@ export async function startProduct(env: Record<string, string> = {}, options: { 
   }
   const dir = mkdtempSync(path.join(tmpdir(), 'concierge-e2e-'));
   const server = await startServer({ DATABASE_URL: `sqlite:${path.join(dir, 'e2e.db')}`, PORT: '0', LOG_LEVEL: 'silent', ...env }, options);
-  // The crawler reads the bundled sample schedule on start; wait until the assistant knows it.
+  // The crawler reads the bundled sample schedule on start; wait until the assistant knows it and the run is over
+  // (its row is good a little before the run ends, and a refresh meanwhile would be refused as already running).
   const deadline = Date.now() + 30_000;
-  while (!(await server.deps.crawler.lastRefresh()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  while ((!(await server.deps.crawler.lastRefresh()) || server.deps.crawler.isRunning) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
   return {
     server,
     url: server.url,

@@ -28,6 +28,9 @@ import { rememberedSetting } from './db/app-settings.ts';
 import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events.ts';
+import { StatusCounters } from './admin/status-counters.ts';
+import { Leadership } from './cluster/leadership.ts';
+import { PgNotifyTransport } from './cluster/pg-notify.ts';
 import { Housekeeping } from './housekeeping/housekeeping.ts';
 import type { HealthSources } from './health/health.routes.ts';
 import { Loggers } from './logging.ts';
@@ -44,6 +47,10 @@ export interface Deps {
   config: ConfigService;
   auth: AuthService;
   events: EventBus;
+  /** Which process runs the singleton background work (with several processes on PostgreSQL); started by startServer. */
+  leadership: Leadership;
+  /** The Status screen's running totals, shared by every process. */
+  counters: StatusCounters;
   assistant: AssistantService;
   /** Turns questions from every front into answers. */
   pipeline: AskPipeline;
@@ -102,20 +109,27 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
   const database = await openDatabase(env.DATABASE_URL, { logger: loggers.get('db'), schema: options.databaseSchema });
   try {
     await migrateToLatest(database, loggers.get('db'));
+    // With PostgreSQL, events of CLUSTER_EVENTS reach every process (LISTEN/NOTIFY); startServer starts hearing them.
+    // (The Watch feed's shared events ride the same transport: new ClusterChannel({ namespace: 'shared', transport, logger }).)
+    const transport = database.dialect === 'postgres' ? new PgNotifyTransport({ database, clock, logger: loggers.get('app') }) : undefined;
+    const events = new EventBus({ transport, logger: loggers.get('app') });
     const config = new ConfigService({
       database,
       clock,
       defaults: defaultConfig(env.PRODUCT_NAME),
       logger: loggers.get('app'),
       turnstileConfigured: turnstileConfigured(env),
+      events,
     });
     loggers.apply(await config.start());
     config.onChange(({ config: next }) => loggers.apply(next));
+    config.listenForChanges();
+    const counters = new StatusCounters({ database, logger: loggers.get('app') });
+    const leadership = new Leadership({ database, clock, logger: loggers.get('app') });
 
     const auth = new AuthService({ database, clock, logger: loggers.get('api') });
     const sessionSecret = env.SESSION_SECRET ?? (await loadOrCreateSessionSecret(database, clock));
 
-    const events = new EventBus();
     const assistant = new AssistantService({
       provider: createProvider(env, database, clock),
       database,
@@ -167,7 +181,9 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       formatTime: (iso) => formatPeopleTime(iso, crawler.timeZone()),
     });
     const askWorker = new AskWorker({ database, clock, config, logger: loggers.get('assistant'), pipeline, users });
-    askCommands.onQueued = () => askWorker.poke();
+    // The worker runs on the leader, which may be another process: it hears of the command at once.
+    askCommands.onQueued = () => events.publish('ask_command_queued', {});
+    events.subscribe('ask_command_queued', () => askWorker.poke());
     leases.register(askWorker);
     const crawler = new CrawlerService({
       database,
@@ -179,9 +195,14 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       timeZone: env.CONVENTION_TIMEZONE,
       productName: env.PRODUCT_NAME,
       events,
+      counters,
       fetch: options.fetch,
     });
     await crawler.load();
+    // A new schedule made live by any process: its time zone is the convention's here too.
+    events.subscribe('crawler_run', ({ outcome }) => {
+      if (outcome === 'stored') void crawler.load().catch((error: unknown) => loggers.get('crawler').error({ err: error }, "could not read the new schedule's time zone"));
+    });
     const crawlerScheduler = new CrawlerScheduler({ crawler, config, logger: loggers.get('crawler') });
     const housekeeping = new Housekeeping({ auth, chat, database, config: () => config.get(), clock, logger: loggers.get('app') });
     const warnings =
@@ -206,14 +227,14 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       productName: env.PRODUCT_NAME,
     });
     askWorker.setFront(discord);
-    const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, discord, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings }, events);
+    const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, discord, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings, counters }, events);
     const health: HealthSources = { queueSize: () => askCommands.queued(), discordGatewayConnected: () => discord.connected };
     const metrics = new Metrics({
       events,
       version: APP_VERSION,
       snapshot: async () => {
         const figures = await status.status();
-        return { paused: figures.paused, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat, token_budget: figures.token_budget };
+        return { paused: figures.paused, leader: leadership.isLeader, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat, token_budget: figures.token_budget };
       },
     });
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
@@ -233,6 +254,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       config,
       auth,
       events,
+      leadership,
+      counters,
       assistant,
       pipeline,
       budget,
@@ -255,7 +278,9 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       sessionSecret,
       version: APP_VERSION,
       async close() {
-        // The gateway first (no new interactions); answers in flight are still delivered through their webhooks.
+        // The leader's work stops first (the gateway first of all: no new interactions; answers in flight are still
+        // delivered through their webhooks), and the lock goes with it: another process takes over while this one finishes.
+        await leadership.stop();
         await discord.stop();
         await askWorker.stop();
         await leases.stop();
@@ -265,6 +290,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         metrics.close();
         await knowledge.settled();
         await assistant.provider.close?.();
+        await events.stop();
+        await counters.close();
         await database.close();
       },
     };

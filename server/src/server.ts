@@ -23,15 +23,23 @@ export async function startServer(
   const deps = await createDeps(env, options);
   let app: FastifyInstance;
   try {
+    // Hear the other processes (PostgreSQL) before serving, and read what they may have changed meanwhile.
+    await deps.events.start();
+    await deps.config.reload();
     app = await buildApp(deps);
     await app.listen({ port: env.PORT, host: env.HOST });
+    // Every process renews the leases of the answers it is producing and takes over those of a stopped process.
     deps.leases.start();
-    deps.askWorker.start();
-    deps.discord.start();
+    // Only the leader runs these (README "Several processes"); on SQLite this process is the leader.
+    const { leadership } = deps;
+    leadership.add('ask worker', { start: () => deps.askWorker.start(), stop: () => deps.askWorker.halt() });
+    // The gateway (answers are delivered from any process: they need no gateway).
+    leadership.add('discord gateway', deps.discord);
     // A new provider or vector store gets the known documents again; the crawler's first upload waits for it.
-    void deps.knowledge.sync();
-    if (options.runCrawler ?? true) deps.crawlerScheduler.start();
-    deps.housekeeping.start();
+    leadership.add('knowledge sync', { start: () => void deps.knowledge.sync(), stop: () => deps.knowledge.settled() });
+    if (options.runCrawler ?? true) leadership.add('crawler schedule', { start: () => deps.crawlerScheduler.start(), stop: () => deps.crawlerScheduler.stop() });
+    leadership.add('housekeeping', { start: () => deps.housekeeping.start(), stop: () => deps.housekeeping.stop() });
+    await leadership.start();
   } catch (error) {
     await deps.close();
     throw error;

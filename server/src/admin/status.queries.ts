@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Database, Db } from '../db/database.ts';
 import { readCounters, setCounter } from '../chat/chat.queries.ts';
 
 const prefixed = (counters: Map<string, number>, prefix: string) =>
@@ -61,3 +61,26 @@ export async function clearThreads(database: Database, now: string) {
   });
 }
 
+
+/**
+ * Adds to the Status screen's shared totals (status_counters): one statement
+ * for every change, keys in sorted order, so concurrent writers lock the
+ * rows in the same order (no deadlocks on PostgreSQL).
+ */
+export async function addStatusCounters(db: Db, deltas: Map<string, number>): Promise<void> {
+  const rows = [...deltas]
+    .filter(([, delta]) => delta !== 0)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => ({ name, value }));
+  if (rows.length === 0) return;
+  await db
+    .insertInto('status_counters')
+    .values(rows)
+    .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('status_counters.value', '+', eb.ref('excluded.value')) })))
+    .execute();
+}
+
+export async function readStatusCounters(db: Db): Promise<Map<string, number>> {
+  const rows = await db.selectFrom('status_counters').select(['name', 'value']).execute();
+  return new Map(rows.map((row) => [row.name, Number(row.value)]));
+}

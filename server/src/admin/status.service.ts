@@ -10,9 +10,10 @@ import { conflict } from '../errors.ts';
 import type { EventBus } from '../events.ts';
 import type { RetentionStatus } from '../housekeeping/housekeeping.ts';
 import { instantOf, zonedParts } from '../time-zone.ts';
+import type { StatusCounters } from './status-counters.ts';
 import * as queries from './status.queries.ts';
 
-/** Provider call counts and token totals since the process started (SPEC §3 "Bot status" → openai). */
+/** Provider call counts and token totals of every process (SPEC §3 "Bot status" → openai). */
 export interface ProviderCounters {
   create_thread: number;
   create_message: number;
@@ -24,6 +25,9 @@ export interface ProviderCounters {
   completion_tokens: number;
   total_tokens: number;
 }
+
+const PROVIDER_CALLS = ['create_thread', 'create_message', 'create_run', 'retrieve_run', 'list_message'] as const;
+const TOKEN_COUNTS = ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const;
 
 export interface StatusOptions {
   database: Database;
@@ -40,61 +44,60 @@ export interface StatusOptions {
   timeZone: () => string;
   /** Set-up problems the Status screen shows as warnings. */
   warnings?: string[];
+  /** The shared running totals. */
+  counters: StatusCounters;
 }
 
 /**
  * The bot's state and figures for the Status screen and /metrics: pause and
- * resume, counters kept since start (API requests, provider calls, answers)
- * and the public chat figures from the database.
+ * resume, running totals of every process (API requests, provider calls,
+ * answers' tokens, pauses; status_counters) and the public chat figures,
+ * all from the database, so every process behind a load balancer shows the
+ * same. Only the uptime is this process's.
  */
 export class StatusService {
   readonly #options: StatusOptions;
   readonly #startedAt: number;
-  readonly apiRequests = new Map<string, number>();
-  readonly provider: ProviderCounters = {
-    create_thread: 0,
-    create_message: 0,
-    create_run: 0,
-    retrieve_run: 0,
-    list_message: 0,
-    run_status: {},
-    prompt_tokens: 0,
-    completion_tokens: 0,
-    total_tokens: 0,
-  };
-  #pauseCount = 0;
-  #resumeCount = 0;
+  readonly #counters: StatusCounters;
 
   constructor(options: StatusOptions, events: EventBus) {
     this.#options = options;
+    this.#counters = options.counters;
     this.#startedAt = options.clock.now().getTime();
-    events.subscribe('answer', (answer) => {
-      if (answer.run_status) this.provider.run_status[answer.run_status] = (this.provider.run_status[answer.run_status] ?? 0) + 1;
-      this.provider.prompt_tokens += answer.prompt_tokens;
-      this.provider.completion_tokens += answer.completion_tokens;
-      this.provider.total_tokens += answer.total_tokens;
-    });
-    events.subscribe('provider_call', (step) => {
-      const key = step === 'list_messages' ? 'list_message' : step;
-      if (key in this.provider && key !== 'run_status') (this.provider as unknown as Record<string, number>)[key]! += 1;
-    });
+    // Each process counts what it did itself; the totals add up in the database.
+    events.subscribe(
+      'answer',
+      (answer) => {
+        if (answer.run_status) this.#counters.add(`openai:run_status:${answer.run_status}`);
+        for (const name of TOKEN_COUNTS) this.#counters.add(`openai:${name}`, answer[name]);
+      },
+      { thisProcess: true },
+    );
+    events.subscribe(
+      'provider_call',
+      (step) => {
+        const key = step === 'list_messages' ? 'list_message' : step;
+        if ((PROVIDER_CALLS as readonly string[]).includes(key)) this.#counters.add(`openai:${key}`);
+      },
+      { thisProcess: true },
+    );
   }
 
   countRequest(route: string): void {
-    this.apiRequests.set(route, (this.apiRequests.get(route) ?? 0) + 1);
+    this.#counters.add(`api:${route}`);
   }
 
   /** SPEC §4: pausing a paused bot is a 409, as is resuming a running one. */
   async pause(): Promise<void> {
     if (this.#options.config.get().paused) throw conflict('bot already paused', 'already_paused');
     await this.#options.config.update({ paused: true });
-    this.#pauseCount++;
+    this.#counters.add('pause_count');
   }
 
   async resume(): Promise<void> {
     if (!this.#options.config.get().paused) throw conflict('bot already running', 'already_running');
     await this.#options.config.update({ paused: false });
-    this.#resumeCount++;
+    this.#counters.add('resume_count');
   }
 
   async clearThreads(): Promise<number> {
@@ -119,24 +122,38 @@ export class StatusService {
     const zone = timeZone();
     const today = zonedParts(now, zone);
     const todayStart = instantOf({ year: today.year, month: today.month, day: today.day }, zone).toISOString();
-    const [crawlerCounters, usersSeen, queued, reports, discord] = await Promise.all([
+    const [crawlerCounters, usersSeen, queued, reports, counters, discord] = await Promise.all([
       crawler.counters(true),
       this.#options.users.count(),
       this.#options.askCommands.queued(),
       this.#options.users.reportsByType(),
+      this.#counters.read(),
       this.#options.discord?.figures() ?? null,
       this.#options.budget.refresh(),
     ]);
+    const counter = (name: string) => counters.get(name) ?? 0;
+    const withPrefix = (prefix: string) =>
+      Object.fromEntries(
+        [...counters]
+          .filter(([name, value]) => name.startsWith(prefix) && value !== 0)
+          .map(([name, value]) => [name.slice(prefix.length), value] as const)
+          .sort(([a], [b]) => a.localeCompare(b)),
+      );
+    const openai: ProviderCounters = {
+      ...(Object.fromEntries(PROVIDER_CALLS.map((name) => [name, counter(`openai:${name}`)])) as Record<(typeof PROVIDER_CALLS)[number], number>),
+      run_status: withPrefix('openai:run_status:'),
+      ...(Object.fromEntries(TOKEN_COUNTS.map((name) => [name, counter(`openai:${name}`)])) as Record<(typeof TOKEN_COUNTS)[number], number>),
+    };
     const warnings = [...(this.#options.warnings ?? [])];
     if (discord?.configured && discord.state === 'failed' && discord.reason) warnings.push(`Discord bot: ${discord.reason}`);
     return {
       paused: config.get().paused,
       warnings,
-      pause_count: this.#pauseCount,
-      resume_count: this.#resumeCount,
+      pause_count: counter('pause_count'),
+      resume_count: counter('resume_count'),
       discord: discord ?? { messages_handled: 0, connects: 0, disconnects: 0, configured: false, connected: false, state: 'off', reason: null, connected_at: null },
-      openai: { ...this.provider, run_status: { ...this.provider.run_status } },
-      api_requests: Object.fromEntries([...this.apiRequests.entries()].sort(([a], [b]) => a.localeCompare(b))),
+      openai,
+      api_requests: withPrefix('api:'),
       current_requests_queued: queued,
       uptime: this.uptimeText(),
       reports,

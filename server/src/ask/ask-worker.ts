@@ -94,12 +94,17 @@ export class AskWorker implements LeasedWork {
     })();
   }
 
-  /** Stops taking commands and waits for those in flight. */
-  async stop(): Promise<void> {
+  /** Stops taking commands; those in flight go on (another process may take the queue at once). */
+  async halt(): Promise<void> {
     this.#stop?.abort();
     this.#wake?.();
     await this.#loop;
     this.#loop = undefined;
+  }
+
+  /** Stops taking commands and waits for those in flight. */
+  async stop(): Promise<void> {
+    await this.halt();
     await Promise.allSettled([...this.#inFlight]);
   }
 

@@ -19,7 +19,7 @@ import {
   type TokenUsage,
   type VectorStoreInfo,
 } from './provider.ts';
-import { RateGate } from './rate-gate.ts';
+import { RateGate, sharedSlots } from './rate-gate.ts';
 
 /** Who a provider call is made for; written on every log row. */
 export interface CallContext {
@@ -105,7 +105,8 @@ export class AssistantService {
     this.#logger = options.logger;
     this.#config = options.config;
     this.#events = options.events;
-    this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second, options.clock);
+    // One budget for every process: N processes must not make N × openai_max_requests_per_second.
+    this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second, options.clock, sharedSlots(options.database, 'provider_create_run'));
   }
 
   /** The run settings of the current runtime configuration, with a user's overrides where set. */

@@ -111,6 +111,7 @@ describe('public chat questions after a process stops', () => {
     const row = await settled(id);
     expect(row).toMatchObject({ state: 'failed', error: ASK_ERRORS.interrupted, owner: null });
     expect(await runs(id)).toBe(0);
+    // The first answer of this context loads the offline index: more than the poll's default second on a busy machine.
     await expect.poll(async () => (await send({ message: 'Where is the lost and found?' })).statusCode, { timeout: 10_000 }).toBe(200);
     const counters = Object.fromEntries((await db().selectFrom('public_chat_counters').selectAll().execute()).map((counter) => [counter.name, Number(counter.value)]));
     expect(counters['state:processing']).toBe(0);

@@ -6,6 +6,7 @@ import type { Database } from '../db/database.ts';
 import type { RuntimeConfigTable } from '../db/schema/index.ts';
 import { invalidField } from '../errors.ts';
 import type { Clock } from '../clock.ts';
+import type { EventBus } from '../events.ts';
 import { findConfigRow, seedConfigRow, updateConfigRow } from './config.queries.ts';
 
 export interface ConfigChange {
@@ -24,12 +25,16 @@ export interface ConfigServiceOptions {
   logger: Logger;
   /** Whether Turnstile keys are configured; without them verification cannot be switched on. */
   turnstileConfigured: boolean;
+  /** Where other processes hear of a change (they read the row again: `listenForChanges()`). */
+  events?: EventBus;
 }
 
 /**
  * The runtime configuration: one row, cached in memory, edited through
  * `update()`. Subsystems subscribe with `onChange()` so edits take effect at
- * once (log levels, crawler schedule, limits).
+ * once (log levels, crawler schedule, limits) — in every process: an edit
+ * announces `config_changed` in the transaction that writes the row, and
+ * the other processes read the row again when they hear it.
  */
 export class ConfigService {
   readonly #options: ConfigServiceOptions;
@@ -45,6 +50,25 @@ export class ConfigService {
     const { database, defaults, clock } = this.#options;
     await seedConfigRow(database.db, defaults, clock.now().toISOString());
     return this.reload();
+  }
+
+  /**
+   * Reads the row again whenever another process changed it, and after the
+   * connection to the other processes was lost (a change may have been
+   * missed). Returns the unsubscribe.
+   */
+  listenForChanges(): () => void {
+    const events = this.#options.events;
+    if (!events) return () => {};
+    const reload = () =>
+      void this.reload().catch((error: unknown) => this.#options.logger.error({ err: error }, 'could not read the runtime configuration again'));
+    const stops = [
+      events.subscribe('config_changed', ({ hash }) => {
+        if (hash !== this.#current?.hash) reload();
+      }),
+      events.onResync(reload),
+    ];
+    return () => stops.forEach((stop) => stop());
   }
 
   /** Re-reads the row (e.g. after another process changed it) and notifies listeners of any difference. */
@@ -77,7 +101,12 @@ export class ConfigService {
       Object.entries(patch).filter(([key, value]) => current[key as keyof ConfigFields] !== value),
     ) as Partial<ConfigFields>;
     if (Object.keys(changes).length === 0) return current;
-    const row = await updateConfigRow(this.#options.database.db, changes, this.#options.clock.now().toISOString());
+    const { database, events, clock } = this.#options;
+    const row = await database.transaction(async (trx) => {
+      const updated = await updateConfigRow(trx, changes, clock.now().toISOString());
+      await events?.announce(trx, 'config_changed', { hash: present(updated).hash });
+      return updated;
+    });
     this.#options.logger.info({ fields: Object.keys(changes) }, 'runtime configuration updated');
     return this.#replace(present(row));
   }

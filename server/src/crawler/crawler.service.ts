@@ -4,7 +4,10 @@ import type { Logger } from 'pino';
 import type { KnowledgeService } from '../assistant/knowledge.service.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
-import { conflict } from '../errors.ts';
+import type { StatusCounters } from '../admin/status-counters.ts';
+import { tryWithLock } from '../cluster/pg-session.ts';
+import { findSetting, saveSetting } from '../db/app-settings.ts';
+import { conflict, isAppError } from '../errors.ts';
 import type { EventBus } from '../events.ts';
 import * as queries from './crawler.queries.ts';
 import { CrawlJob } from './crawl-job.ts';
@@ -26,6 +29,8 @@ export interface CrawlerOptions {
   productName: string;
   /** Where each run's outcome is published (metrics). */
   events?: EventBus;
+  /** The Status screen's shared totals (checks triggered and skipped). */
+  counters: StatusCounters;
   fetch?: typeof fetch;
   timeoutMs?: number;
   maxBytes?: number;
@@ -65,21 +70,23 @@ export interface CrawlerCounters {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const REFRESH_RUNNING = 'A schedule refresh is already running';
+/** When the crawler last checked the schedule, whichever process did (app_settings). */
+const LAST_CHECK_SETTING = 'crawler_last_check_at';
 const DEFAULT_MAX_BYTES = 20 * 1024 * 1024;
 
 /**
  * Fetches the convention's schedule, parses it, records what changed since
  * the last good run, stores the run and its events, and replaces the
- * schedule document in the assistant's knowledge. One run at a time; a
- * failure is stored on its run and the previous knowledge stays live.
+ * schedule document in the assistant's knowledge. One run at a time, in
+ * every process together (a lock in the database: a forced refresh in one
+ * process and the leader's tick in another never run at once); a failure is
+ * stored on its run and the previous knowledge stays live.
  */
 export class CrawlerService {
   readonly #options: CrawlerOptions;
   readonly #logger: Logger;
   #running: Promise<RunOutcome> | undefined;
-  #triggered = 0;
-  #skipped = 0;
-  #lastRunAt: string | null = null;
   #feedTimeZone: string | null = null;
 
   constructor(options: CrawlerOptions) {
@@ -105,28 +112,36 @@ export class CrawlerService {
     return this.#running !== undefined;
   }
 
-  /** Runs the crawler now; a refresh already under way answers 409. */
+  /** Runs the crawler now; a refresh already under way, in this process or another, answers 409. */
   refresh(force: boolean): Promise<RunOutcome> {
-    if (this.#running) throw conflict('A schedule refresh is already running', 'refresh_running');
-    this.#triggered++;
-    this.#lastRunAt = this.#options.clock.now().toISOString();
-    const started = this.#options.clock.now().getTime();
-    this.#running = this.#run(force)
-      .then((outcome) => this.#recordHealth(outcome, started))
-      .finally(() => {
-        this.#running = undefined;
-      });
+    if (this.#running) throw conflict(REFRESH_RUNNING, 'refresh_running');
+    const running = (async () => {
+      const locked = await tryWithLock(this.#options.database, 'crawler', () => this.#check(force));
+      if (!locked.ran) throw conflict(REFRESH_RUNNING, 'refresh_running');
+      return locked.result;
+    })();
+    this.#running = running.finally(() => {
+      this.#running = undefined;
+    });
     return this.#running;
   }
 
-  /** For the scheduler: runs unless a run is under way; never throws. */
+  /** For the scheduler: runs unless a run is under way (in any process); never throws. */
   async runScheduled(): Promise<void> {
     if (this.#running) return;
     try {
       await this.refresh(false);
     } catch (error) {
-      this.#logger.error({ err: error }, 'scheduled schedule refresh failed');
+      if (isAppError(error) && error.code === 'refresh_running') this.#logger.info('scheduled schedule refresh skipped: another process is refreshing');
+      else this.#logger.error({ err: error }, 'scheduled schedule refresh failed');
     }
+  }
+
+  async #check(force: boolean): Promise<RunOutcome> {
+    const started = this.#options.clock.now();
+    this.#options.counters.add('crawler:runs_triggered');
+    await saveSetting(this.#db, LAST_CHECK_SETTING, started.toISOString(), started.toISOString());
+    return this.#recordHealth(await this.#run(force), started.getTime());
   }
 
   /**
@@ -151,12 +166,18 @@ export class CrawlerService {
   }
 
   async counters(enabled: boolean): Promise<CrawlerCounters> {
-    const [last, health, stored] = await Promise.all([queries.lastRun(this.#db), queries.crawlerHealth(this.#db), queries.lastStoredRunOf(this.#db, this.#options.source)]);
+    const [last, health, stored, lastCheck, counters] = await Promise.all([
+      queries.lastRun(this.#db),
+      queries.crawlerHealth(this.#db),
+      queries.lastStoredRunOf(this.#db, this.#options.source),
+      findSetting(this.#db, LAST_CHECK_SETTING),
+      this.#options.counters.read(),
+    ]);
     return {
       enabled,
-      last_run: this.#lastRunAt ?? last?.created_at ?? null,
-      runs_triggered: this.#triggered,
-      runs_skipped: this.#skipped,
+      last_run: lastCheck?.value ?? last?.created_at ?? null,
+      runs_triggered: counters.get('crawler:runs_triggered') ?? 0,
+      runs_skipped: counters.get('crawler:runs_skipped') ?? 0,
       last_success_at: health?.last_success_at ?? null,
       last_failure_at: health?.last_failure_at ?? null,
       consecutive_failures: health?.consecutive_failures ?? 0,
@@ -329,7 +350,7 @@ export class CrawlerService {
   }
 
   #skip(reason: 'not_modified' | 'unchanged' | 'still_held'): RunOutcome {
-    this.#skipped++;
+    this.#options.counters.add('crawler:runs_skipped');
     this.#logger.info({ reason }, 'schedule unchanged; nothing stored');
     return { kind: 'skipped', reason };
   }

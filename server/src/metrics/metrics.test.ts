@@ -116,6 +116,7 @@ describe('GET /metrics', () => {
     expect(value(metrics, 'concierge_public_chat_answers_in_progress')).toBe(0);
     expect(value(metrics, 'concierge_queue_depth', { queue: 'ask_commands' })).toBe(0);
     expect(value(metrics, 'concierge_paused')).toBe(0);
+    expect(value(metrics, 'concierge_leader')).toBe(0); // a test context never starts its leadership
 
     // Every metric the example Grafana dashboard queries is one the server exports.
     const dashboard = JSON.parse(readFileSync(path.join(REPO_ROOT, 'deploy/grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };

@@ -4,6 +4,8 @@ import type { EventBus } from '../events.ts';
 /** What the scrape-time gauges are read from (the Status figures, kept in the database). */
 export interface MetricsSnapshot {
   paused: boolean;
+  /** This process runs the background work (the leader; README "Several processes"). */
+  leader: boolean;
   /** Ask commands waiting for the worker. */
   queueDepth: number;
   crawler: {
@@ -57,6 +59,7 @@ export class Metrics {
   readonly #httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   readonly #gauges: {
     paused: Gauge;
+    leader: Gauge;
     queueDepth: Gauge<'queue'>;
     answersInProgress: Gauge;
     crawlerEnabled: Gauge;
@@ -116,21 +119,27 @@ export class Metrics {
         answerDuration.observe(labels, seconds(answer.processing_duration_ms));
         if (answer.prompt_tokens) tokens.inc({ kind: 'prompt' }, answer.prompt_tokens);
         if (answer.completion_tokens) tokens.inc({ kind: 'completion' }, answer.completion_tokens);
-      }),
+        // This process's answers only: each process is scraped, and Prometheus adds them up.
+      }, { thisProcess: true }),
       options.events.subscribe('provider_call', (step, timing) => {
         const labels = { step, outcome: timing.failed ? 'error' : 'success' };
         providerCalls.inc(labels);
         providerDuration.observe(labels, seconds(timing.duration_ms));
       }),
-      options.events.subscribe('crawler_run', (run) => {
-        crawlerRuns.inc({ outcome: run.outcome });
-        crawlerDuration.observe({ outcome: run.outcome }, seconds(run.duration_ms));
-      }),
+      options.events.subscribe(
+        'crawler_run',
+        (run) => {
+          crawlerRuns.inc({ outcome: run.outcome });
+          crawlerDuration.observe({ outcome: run.outcome }, seconds(run.duration_ms));
+        },
+        { thisProcess: true },
+      ),
     );
 
     const gauge = <L extends string = never>(name: string, help: string, labelNames: L[] = []) => new Gauge<L>({ name, help, labelNames, registers });
     this.#gauges = {
       paused: gauge('concierge_paused', '1 while the bot is paused'),
+      leader: gauge('concierge_leader', '1 in the process that runs the background work (ask worker, crawler schedule, clean-up, Discord gateway): one per installation'),
       queueDepth: gauge('concierge_queue_depth', 'Requests waiting for a worker, by queue', ['queue']),
       answersInProgress: gauge('concierge_public_chat_answers_in_progress', 'Public chat questions being answered now (all processes)'),
       crawlerEnabled: gauge('concierge_crawler_enabled', '1 when the crawler runs on its schedule'),
@@ -160,6 +169,7 @@ export class Metrics {
     const snapshot = await this.#snapshot();
     const g = this.#gauges;
     g.paused.set(snapshot.paused ? 1 : 0);
+    g.leader.set(snapshot.leader ? 1 : 0);
     g.queueDepth.set({ queue: 'ask_commands' }, snapshot.queueDepth);
     g.answersInProgress.set(snapshot.public_chat.message_state_counts.processing ?? 0);
     g.crawlerEnabled.set(snapshot.crawler.enabled ? 1 : 0);

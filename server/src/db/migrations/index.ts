@@ -14,6 +14,7 @@ import * as retention from './20261125T110000-retention.ts';
 import * as tokenBudget from './20261126T090000-token-budget.ts';
 import * as discordBot from './20261127T140000-discord-bot.ts';
 import * as chatConversations from './20261127T160000-chat-conversations.ts';
+import * as cluster from './20261128T090000-cluster.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -38,6 +39,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261126T090000-token-budget': tokenBudget,
   '20261127T140000-discord-bot': discordBot,
   '20261127T160000-chat-conversations': chatConversations,
+  '20261128T090000-cluster': cluster,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */

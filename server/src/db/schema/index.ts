@@ -21,6 +21,7 @@ import type {
   SpentVerificationTokenTable,
 } from './chat.ts';
 import type { RuntimeConfigTable } from './config.ts';
+import type { ClusterEventPayloadTable, RateBudgetTable, StatusCounterTable } from './cluster.ts';
 import type { CrawlerEventTable, CrawlerHealthTable, CrawlerRunTable } from './crawler.ts';
 
 /** Every table of the database, by name. Later domains add theirs here. */
@@ -66,6 +67,10 @@ export interface DB {
   crawler_runs: CrawlerRunTable;
   crawler_events: CrawlerEventTable;
   crawler_health: CrawlerHealthTable;
+
+  status_counters: StatusCounterTable;
+  rate_budgets: RateBudgetTable;
+  cluster_event_payloads: ClusterEventPayloadTable;
 }
 
 export type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable, RuntimeConfigTable };

@@ -71,6 +71,8 @@ export interface JournalEntry {
   query: Record<string, string>;
   body: unknown;
   authorization: string | null;
+  /** When the request arrived (ms since the epoch), for rate checks. */
+  at: number;
 }
 
 export interface FakeOpenAI {
@@ -194,6 +196,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
       query: Object.fromEntries(url.searchParams),
       body: body instanceof FormData ? '[multipart]' : body,
       authorization: request.headers.authorization ?? null,
+      at: Date.now(),
     });
     if (knobs.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, knobs.latencyMs));
 

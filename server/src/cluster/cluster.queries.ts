@@ -1,0 +1,43 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+
+/** Sends a notification on `channel` (PostgreSQL); inside a transaction it goes when that commits. */
+export async function notify(db: Db, channel: string, payload: string): Promise<void> {
+  await sql`select pg_notify(${channel}, ${payload})`.execute(db);
+}
+
+export async function insertEventPayload(db: Db, payload: string, now: string): Promise<number> {
+  const row = await db.insertInto('cluster_event_payloads').values({ payload, created_at: now }).returning('id').executeTakeFirstOrThrow();
+  return Number(row.id);
+}
+
+export async function findEventPayload(db: Db, id: number): Promise<string | undefined> {
+  return (await db.selectFrom('cluster_event_payloads').select('payload').where('id', '=', id).executeTakeFirst())?.payload;
+}
+
+export async function deleteEventPayloadsBefore(db: Db, before: string): Promise<void> {
+  await db.deleteFrom('cluster_event_payloads').where('created_at', '<', before).execute();
+}
+
+/**
+ * Takes the next slot of a request rate shared by every process, in one
+ * atomic statement: the slot is the later of now and the budget's next free
+ * time (a token bucket of one token, kept as the time it refills), and the
+ * next free time moves one interval past it. Returns the slot (ms since the
+ * epoch); the caller waits until then.
+ */
+export async function takeRateSlot(db: Db, name: string, nowMs: number, intervalMs: number): Promise<number> {
+  const interval = Math.max(1, Math.round(intervalMs));
+  const now = Math.round(nowMs);
+  const row = await db
+    .insertInto('rate_budgets')
+    .values({ name, next_slot_ms: now + interval })
+    .onConflict((conflict) =>
+      conflict.column('name').doUpdateSet((eb) => ({
+        next_slot_ms: sql<number>`(case when ${eb.ref('rate_budgets.next_slot_ms')} > ${now} then ${eb.ref('rate_budgets.next_slot_ms')} else ${now} end) + ${interval}`,
+      })),
+    )
+    .returning('next_slot_ms')
+    .executeTakeFirstOrThrow();
+  return Number(row.next_slot_ms) - interval;
+}
