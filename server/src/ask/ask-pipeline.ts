@@ -367,7 +367,8 @@ export class AskPipeline {
       // so the pieces always put together the answer.
       const text = outcome.answer.text;
       if (onText && text.length > handedOn.length && text.startsWith(handedOn)) onText(text.slice(handedOn.length));
-      await recorder.completed(outcome);
+      // The answer's call logs are written beside it (one batch for every answer ending now), so they are stored once it is.
+      await Promise.all([recorder.completed(outcome), assistant.flushLogs()]);
       this.#publish(job, { state: 'completed', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;
     } catch (error) {
@@ -393,8 +394,7 @@ export class AskPipeline {
         };
         const failure: AnswerFailure = { ...stop, status: 499, code: 'stopped', userMessage: STOPPED_MESSAGE, logMessage: STOPPED_MESSAGE };
         if (!offline) await this.#spent(assistant, stop.usage);
-        if (recorder.stopped) await recorder.stopped(stop);
-        else await recorder.failed(failure);
+        await Promise.all([recorder.stopped ? recorder.stopped(stop) : recorder.failed(failure), assistant.flushLogs()]);
         this.#publish(job, { state: 'aborted', response: handedOn || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
         throw new AskStoppedError(stop, failure, error);
       }
@@ -409,7 +409,7 @@ export class AskPipeline {
       };
       if (!offline) await this.#spent(assistant, failure.usage);
       this.#options.logger.warn({ err: error, origin: job.asker.origin, sessionId: job.asker.sessionId, askCommandId: job.asker.askCommandId }, 'answer failed');
-      await recorder.failed(failure);
+      await Promise.all([recorder.failed(failure), assistant.flushLogs()]);
       this.#publish(job, { state: 'failed', response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
       throw new AskFailedError(failure, error);
     } finally {

@@ -19,6 +19,7 @@ import {
   type TokenUsage,
   type VectorStoreInfo,
 } from './provider.ts';
+import { ProviderLogWriter } from './provider-log-writer.ts';
 import { RateGate, sharedSlots } from './rate-gate.ts';
 
 /** Who a provider call is made for; written on every log row. */
@@ -67,6 +68,9 @@ export interface StartedRun {
   run: RunState;
 }
 
+/** The steps of an answer, whose call logs are written in batches (ProviderLogWriter); other calls are written at once. */
+const BATCHED_STEPS: ReadonlySet<ProviderStep> = new Set(['create_thread', 'create_message', 'create_run', 'retrieve_run', 'list_messages']);
+
 const BACKOFF_FACTOR = 1.5;
 const DEFAULT_POLL_MS = 3000;
 const MAX_BODY_CHARS = 100_000;
@@ -90,6 +94,7 @@ export class AssistantService {
   readonly #config: () => RuntimeConfig;
   readonly #runGate: RateGate;
   readonly #events: EventBus | undefined;
+  readonly #logs: ProviderLogWriter;
 
   constructor(options: {
     provider: AssistantProvider;
@@ -98,6 +103,8 @@ export class AssistantService {
     logger: Logger;
     config: () => RuntimeConfig;
     events?: EventBus;
+    /** Where the answers' call logs wait to be written; shared by the services of one process (one is made when none is given). */
+    logs?: ProviderLogWriter;
   }) {
     this.provider = options.provider;
     this.#database = options.database;
@@ -105,8 +112,14 @@ export class AssistantService {
     this.#logger = options.logger;
     this.#config = options.config;
     this.#events = options.events;
+    this.#logs = options.logs ?? new ProviderLogWriter({ database: options.database, logger: options.logger });
     // One budget for every process: N processes must not make N × openai_max_requests_per_second.
     this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second, options.clock, sharedSlots(options.database, 'provider_create_run'));
+  }
+
+  /** Writes the answers' call logs made so far (the pipeline does it as an answer ends, beside storing the answer). Never throws. */
+  flushLogs(): Promise<void> {
+    return this.#logs.flush();
   }
 
   /** The run settings of the current runtime configuration, with a user's overrides where set. */
@@ -136,6 +149,7 @@ export class AssistantService {
    * Asks `text` on the thread (creating one when `threadId` is null) and
    * waits for the answer: `start` then `finish`. Throws ProviderError when a
    * step fails or the run ends without completing; `signal` bounds the wait.
+   * Its call logs are written when it ends.
    */
   async ask(
     context: CallContext,
@@ -144,8 +158,12 @@ export class AssistantService {
     options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings } = {},
   ): Promise<AskResult> {
     const settings = options.settings ?? this.runSettings();
-    const started = await this.start(context, text, { threadId, messageId: null, runId: null }, { ...options, settings });
-    return this.finish(context, started.threadId, started.run, { ...options, settings });
+    try {
+      const started = await this.start(context, text, { threadId, messageId: null, runId: null }, { ...options, settings });
+      return await this.finish(context, started.threadId, started.run, { ...options, settings });
+    } finally {
+      await this.flushLogs();
+    }
   }
 
   /**
@@ -330,10 +348,14 @@ export class AssistantService {
         response_headers: serialize(responseHeaders),
         error: error === undefined ? null : describeError(error),
       };
-      try {
-        await insertProviderLog(this.#database.db, step, row);
-      } catch (logError) {
-        this.#logger.error({ err: logError, step }, 'could not write the provider call log');
+      if (BATCHED_STEPS.has(step) && !operation) {
+        this.#logs.add(step, row);
+      } else {
+        try {
+          await insertProviderLog(this.#database.db, step, row);
+        } catch (logError) {
+          this.#logger.error({ err: logError, step }, 'could not write the provider call log');
+        }
       }
       this.#events?.publish('provider_call', step, { duration_ms: endedAt.getTime() - startedAt.getTime(), failed: error !== undefined });
       if (error !== undefined) this.#logger.warn({ step, operation, err: error }, 'assistant provider call failed');
