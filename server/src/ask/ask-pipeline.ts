@@ -353,7 +353,6 @@ export class AskPipeline {
       }
       const result = await assistant.finish(job.log, threadId!, target, { ...options, onText });
       const finishedAt = clock.now();
-      if (!offline) await this.#spent(assistant, result.usage);
       const outcome: AnswerOutcome = offline
         ? {
             ...result,
@@ -367,8 +366,9 @@ export class AskPipeline {
       // so the pieces always put together the answer.
       const text = outcome.answer.text;
       if (onText && text.length > handedOn.length && text.startsWith(handedOn)) onText(text.slice(handedOn.length));
-      // The answer's call logs are written beside it (one batch for every answer ending now), so they are stored once it is.
-      await Promise.all([recorder.completed(outcome), assistant.flushLogs()]);
+      // The answer's call logs and its tokens are written beside it (the logs in one batch for every answer ending now),
+      // so they are stored once it is.
+      await Promise.all([recorder.completed(outcome), assistant.flushLogs(), offline ? undefined : this.#spent(assistant, result.usage)]);
       this.#publish(job, { state: 'completed', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;
     } catch (error) {

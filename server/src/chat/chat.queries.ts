@@ -32,6 +32,28 @@ export const touchSession = (db: Db, sessionId: string, client: { client_ip: str
     .where('session_id', '=', sessionId)
     .execute();
 
+/**
+ * touchSession and claimInFlight in one write (the hot path): marks the
+ * session used now and takes its in-flight slot; false (nothing written)
+ * when a request already holds it.
+ */
+export async function touchAndClaimSession(
+  db: Db,
+  sessionId: string,
+  client: { client_ip: string | null; user_agent: string | null },
+  now: string,
+  expiresAt: string,
+  staleBefore: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('public_chat_sessions')
+    .set({ ...client, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now, in_flight_since: now })
+    .where('session_id', '=', sessionId)
+    .where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', staleBefore)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 /** Takes the session's single in-flight slot; false when a request already holds it (a stale hold is taken over). */
 export async function claimInFlight(db: Db, sessionId: string, now: string, staleBefore: string): Promise<boolean> {
   const result = await db
@@ -84,6 +106,8 @@ export const recordExchangeOnSession = (
       completion_tokens: eb('completion_tokens', '+', outcome.completion_tokens),
       total_tokens: eb('total_tokens', '+', outcome.total_tokens),
       error: outcome.error,
+      // The exchange is over: the session may ask again (its in-flight hold goes in the same write).
+      in_flight_since: null,
       updated_at: now,
     }))
     .where('session_id', '=', sessionId)

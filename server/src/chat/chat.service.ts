@@ -232,22 +232,27 @@ export class ChatService implements LeasedWork {
       if (earlier) return { sessionId: session.session_id, follow: (onText) => this.#replay(earlier, onText) };
     }
 
-    const perMinute = this.#options.config.get().public_chat_requests_per_minute;
-    await this.#limit(`session:${session.session_id}`, client.ip, perMinute);
-    if (client.ip) await this.#limit(`ip:${client.ip}`, client.ip, perMinute * IP_LIMIT_FACTOR);
+    await this.#limitQuestion(session.session_id, client.ip);
 
     const now = this.#now();
     const staleBefore = new Date(now.getTime() - IN_FLIGHT_STALE_MS).toISOString();
-    if (!(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
-      throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
+    // The in-flight hold lasts as long as the answer (released when it is stored), not as long as this request.
+    // With a place free under the cap (the usual case) it is taken with the question's row, in one transaction;
+    // at capacity it is taken first, so a second question of the session is refused at once rather than after the wait.
+    let slot = this.#options.pipeline.tryAcquire();
+    const claimedFirst = !slot;
+    if (claimedFirst) {
+      if (!(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
+        throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
+      }
     }
-    // The in-flight hold lasts as long as the answer (released when it settles), not as long as this request.
     let live: LiveAnswer;
     try {
-      const slot = await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs);
-      live = await this.#answer(slot, session, request, client, source, receivedAt);
+      slot ??= await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs);
+      live = await this.#answer(slot, session, request, client, source, receivedAt, claimedFirst ? null : staleBefore);
     } catch (error) {
-      await queries.releaseInFlight(this.#db, session.session_id);
+      // A hold this request took is given back; one it found taken (409) belongs to the other request.
+      if (claimedFirst) await queries.releaseInFlight(this.#db, session.session_id);
       throw error;
     }
     return { sessionId: session.session_id, follow: (onText) => live.follow(onText) };
@@ -297,7 +302,16 @@ export class ChatService implements LeasedWork {
    * answer it in the background: the answer's text goes to its LiveAnswer as
    * it comes, and the session's in-flight hold is released when it settles.
    */
-  async #answer(slot: Slot, session: queries.SessionRow, request: ChatSendRequest, client: ClientInfo, source: ChatSource, receivedAt: number): Promise<LiveAnswer> {
+  async #answer(
+    slot: Slot,
+    session: queries.SessionRow,
+    request: ChatSendRequest,
+    client: ClientInfo,
+    source: ChatSource,
+    receivedAt: number,
+    /** Take the session's in-flight hold with the question (a hold older than this is stale); null when it is already held. */
+    claimStaleBefore: string | null,
+  ): Promise<LiveAnswer> {
     const { pipeline } = this.#options;
     let messageId: number;
     try {
@@ -318,7 +332,8 @@ export class ChatService implements LeasedWork {
           client_message_id: request.client_message_id ?? null,
           now: startedAt.toISOString(),
         });
-        await this.#touchIn(trx, session, client, startedAt, { message_count: 1, 'state:processing': 1 });
+        // A question of the session already in flight refuses this one (409): the transaction, and the row above, roll back.
+        await this.#touchIn(trx, session, client, startedAt, { message_count: 1, 'state:processing': 1 }, claimStaleBefore);
         return id;
       });
     } catch (error) {
@@ -327,7 +342,7 @@ export class ChatService implements LeasedWork {
     }
     const stop = new AbortController();
     let live: LiveAnswer | undefined;
-    const answering = pipeline.answer(
+    const answering = (recorder: PublicChatRecorder) => pipeline.answer(
       slot,
       {
         asker: { origin: source, sessionId: session.session_id, messageId },
@@ -339,15 +354,17 @@ export class ChatService implements LeasedWork {
         onText: (delta) => live?.push(delta),
         signal: stop.signal,
       },
-      this.#recorder({ messageId, sessionId: session.session_id, clientIp: client.ip, userAgent: client.userAgent, receivedAt }),
+      recorder,
     );
-    const reply = answering
+    const recorder = this.#recorder({ messageId, sessionId: session.session_id, clientIp: client.ip, userAgent: client.userAgent, receivedAt });
+    const reply = answering(recorder)
       .then((outcome): ChatReply => ({ success: true, response: outcome.answer.text, feedback_id: messageId, error: null, sources: outcome.answer.sources }))
       .catch((error: unknown) => {
         if (error instanceof AskStoppedError) return stoppedReply(messageId, error.stop.partial);
         throw error;
       })
-      .finally(() => queries.releaseInFlight(this.#db, session.session_id));
+      // Storing the outcome released the session's hold; when nothing was stored (another process took it over), it goes here.
+      .finally(() => (recorder.released ? undefined : queries.releaseInFlight(this.#db, session.session_id)));
     live = new LiveAnswer(reply);
     void this.#track(messageId, { work: reply, live, stop }).catch(() => {});
     return live;
@@ -540,6 +557,22 @@ export class ChatService implements LeasedWork {
     return { success: true, response, feedback_id: row.id, error: null, sources: parseSources(row.sources) };
   }
 
+  /**
+   * Counts a question against its session's minute and its address's
+   * (IP_LIMIT_FACTOR × as many), both in one statement; 429 with
+   * Retry-After when over either.
+   */
+  async #limitQuestion(sessionId: string, clientIp: string | null): Promise<void> {
+    const perMinute = this.#options.config.get().public_chat_requests_per_minute;
+    const session = `session:${sessionId}`;
+    const limits = [{ identifier: session, max: perMinute }, ...(clientIp ? [{ identifier: `ip:${clientIp}`, max: perMinute * IP_LIMIT_FACTOR }] : [])];
+    const counted = await this.#windows.countMany(limits, clientIp);
+    const over = counted.findIndex((count) => count.over);
+    if (over < 0) return;
+    if (over === 0) await queries.noteLimited(this.#db, session, this.#now().toISOString());
+    throw tooManyRequests(CHAT_ERRORS.rateLimited, counted[over]!.retryAfterSeconds);
+  }
+
   /** Counts one request against the identifier's minute; 429 with Retry-After when over its limit. */
   async #limit(identifier: string, clientIp: string | null, max: number, message: string = CHAT_ERRORS.rateLimited, code?: string): Promise<void> {
     const counted = await this.#windows.count(identifier, clientIp, max);
@@ -584,10 +617,14 @@ export class ChatService implements LeasedWork {
    * counter write (the hot path: one transaction and one counter statement
    * per question). An address already on the session was noted when it came.
    */
-  async #touchIn(trx: Db, session: queries.SessionRow, client: ClientInfo, now: Date, counters: Record<string, number> = {}): Promise<void> {
+  async #touchIn(trx: Db, session: queries.SessionRow, client: ClientInfo, now: Date, counters: Record<string, number> = {}, claimStaleBefore: string | null = null): Promise<void> {
     const expiresAt = new Date(now.getTime() + SESSION_IDLE_MS).toISOString();
     const added = Math.max(0, now.getTime() - Date.parse(session.last_seen_at));
-    await queries.touchSession(trx, session.session_id, { client_ip: client.ip, user_agent: client.userAgent }, now.toISOString(), expiresAt);
+    const seen = { client_ip: client.ip, user_agent: client.userAgent };
+    if (claimStaleBefore === null) await queries.touchSession(trx, session.session_id, seen, now.toISOString(), expiresAt);
+    else if (!(await queries.touchAndClaimSession(trx, session.session_id, seen, now.toISOString(), expiresAt, claimStaleBefore))) {
+      throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
+    }
     await queries.bumpCounters(trx, { ...counters, session_duration_ms_sum: added });
     if (client.ip !== session.client_ip) await queries.noteClientIp(trx, client.ip, now.toISOString());
   }
