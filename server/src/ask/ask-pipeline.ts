@@ -157,6 +157,12 @@ export interface AskPipelineOptions {
   logger: Logger;
   /** Questions answered at once in this process; beyond it, `acquire` refuses. */
   maxConcurrentRuns: number;
+  /**
+   * Questions that may wait for a place at once (`acquireWithin`); beyond
+   * them a question is refused busy at once, so a burst far over the cap
+   * costs a refusal each, not a waiter each (default: as many as the cap).
+   */
+  maxWaiting?: number;
   /** PRODUCT_NAME, for `{product}` in the operator's paused message. */
   productName: string;
   /** The spending cap; without one, nothing is counted. */
@@ -201,6 +207,20 @@ export class AskPipeline {
 
   get capacity(): number {
     return this.#options.maxConcurrentRuns;
+  }
+
+  /** Questions waiting for a place now. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Every place is taken and the wait queue is full: a new question would be refused busy, so it can be at once, before any work. */
+  get saturated(): boolean {
+    return this.#running >= this.#options.maxConcurrentRuns && this.#waiting.length >= this.#maxWaiting;
+  }
+
+  get #maxWaiting(): number {
+    return this.#options.maxWaiting ?? this.#options.maxConcurrentRuns;
   }
 
   /** When a lease taken or renewed now runs out (ISO). */
@@ -271,6 +291,7 @@ export class AskPipeline {
   async acquireWithin(waitMs: number = BUSY_WAIT_MS): Promise<Slot> {
     const now = this.tryAcquire();
     if (now) return now;
+    if (this.#waiting.length >= this.#maxWaiting) throw busy();
     const deadline = this.#options.clock.deadline(waitMs);
     try {
       while (!deadline.signal.aborted) {
@@ -456,7 +477,8 @@ export class AskPipeline {
   }
 }
 
-const busy = () => new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5' } });
+/** DESIGN §9's busy refusal: 503, code `busy`, Retry-After, SPEC §8's unavailable text. */
+export const busy = () => new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5' } });
 
 /** What the person asking is told, and what is stored, when an answer fails. */
 export function describeFailure(error: unknown, ceiling: AbortSignal, ceilingMs: number): { status: number; code: string; userMessage: string; logMessage: string } {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { ANSWER_STOPPED_MESSAGE, type ChatCancelReply, type ChatExchange, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
 import { storedSource } from '../assistant/knowledge-format.ts';
 import type { Logger } from 'pino';
-import { ANSWER_CEILING_MS, ASK_ERRORS, AskStoppedError, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
+import { ANSWER_CEILING_MS, ASK_ERRORS, AskStoppedError, busy, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
 import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
@@ -216,6 +216,8 @@ export class ChatService implements LeasedWork {
     const receivedAt = this.#now().getTime();
     this.ensureEnabled();
     this.#options.pipeline.checkOpen();
+    // Every place taken and the wait queue full: refused before any database work, so a burst costs little each.
+    if (this.#options.pipeline.saturated) throw busy();
 
     let session = await this.findSession(sessionId);
     if (source === 'admin_chat') session ??= await this.#session(undefined, client);
