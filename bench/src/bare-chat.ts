@@ -40,6 +40,8 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
   let answered = 0;
   const app = Fastify({ logger: false });
 
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
   app.post('/public/chat/turnstile/verify', async (_request, reply) => {
     const id = randomBytes(24).toString('base64url');
     conversations.set(id, null);
