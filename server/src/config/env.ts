@@ -109,7 +109,7 @@ const EnvShape = z.object({
   CONVENTION_URL: httpUrl.optional(),
   PRODUCT_NAME: z.string().trim().min(1).max(60).default('Con Concierge'),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
-  MAX_CONCURRENT_RUNS: z.coerce.number().int().min(1).max(10_000).default(50),
+  MAX_CONCURRENT_RUNS: z.coerce.number().int().min(1).max(10_000).default(100),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   WEB_DIST_DIR: z.string().trim().min(1).default(path.join(REPO_ROOT, 'web/dist')),
   EMBED_ORIGINS: embedOrigins.default([]),
