@@ -140,7 +140,8 @@ async function round(request: RoundRequest): Promise<RoundResult> {
         const took = performance.now() - sent;
         const answer = reply.status === 200 ? answerOf(reply.text, request.stream) : null;
         if (answer?.success === true && typeof answer.response === 'string' && answer.response) latencies.push(took);
-        else fail(`send ${reply.status}`, reply.text);
+        // A stream's end says why (its start is only keep-alives).
+        else fail(`send ${reply.status}`, request.stream ? reply.text.slice(-300) : reply.text);
       } catch (error) {
         fail('send error', String(error));
       }
