@@ -4,7 +4,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { adminToken, clearAdminCookie, setAdminCookie } from '../http/security.ts';
 import type { AuthService } from './auth.service.ts';
 
-/** First-time setup, sign in and out (public), and the signed-in check (/api). */
+/** First-time setup, sign in and out (public). */
 export function registerAuthRoutes(instance: FastifyInstance, auth: AuthService): void {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const tags = ['auth'];
@@ -29,8 +29,12 @@ export function registerAuthRoutes(instance: FastifyInstance, auth: AuthService)
     clearAdminCookie(request, reply);
     return { success: true as const };
   });
+}
 
-  app.get('/api/logged_in', { schema: { tags, response: { 200: UsernameReplySchema } } }, (request) => ({
+/** Who is signed in (an admin route: register it in the admin scope). */
+export function registerSignedInRoute(instance: FastifyInstance): void {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  app.get('/api/logged_in', { schema: { tags: ['auth'], response: { 200: UsernameReplySchema } } }, (request) => ({
     username: request.admin!.username,
   }));
 }
