@@ -1,7 +1,7 @@
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord, type FakeUser } from '@concierge/server/src/test-support/fake-discord/fake-discord.ts';
-import { launchBrowser, screenshot, signInAs, startProduct, VIEWPORTS, type Product } from './support.ts';
+import { launchBrowser, newPage, screenshot, signInAs, startProduct, VIEWPORTS, type Product } from './support.ts';
 
 const rows = (page: Page) => page.locator('tbody tr');
 const toast = (page: Page, text: string | RegExp) => page.locator('#notistack-snackbar').filter({ hasText: text }).first();
@@ -107,10 +107,9 @@ describe('the Discord side of the console', () => {
 
   /** A signed-in page whose browser sits in Tokyo, far from the convention. */
   async function consolePage(viewport: keyof typeof VIEWPORTS): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: VIEWPORTS[viewport], deviceScaleFactor: 1, timezoneId: 'Asia/Tokyo', locale: 'en-US' });
-    const page = await context.newPage();
-    await signInAs(page, product.url);
-    return { context, page };
+    const opened = await newPage(browser, viewport, { timezoneId: 'Asia/Tokyo', locale: 'en-US' });
+    await signInAs(opened.page, product.url);
+    return opened;
   }
 
   it('Users: sorted by username both ways, 25/50/100 a page with the true total, stats and flags', async () => {
@@ -343,6 +342,28 @@ describe('the Discord side of the console', () => {
     await page.getByRole('button', { name: 'Clear Filters' }).click();
     await expect.poll(() => rows(page).count()).toBe(25);
     await screenshot(page, 'discord-messages-desktop');
+    await context.close();
+  });
+
+  it('Control panel: Reload Users reaches the server; Status shows the users seen and the Discord figures', async () => {
+    const { context, page } = await consolePage('desktop');
+    const reloads: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && request.url().endsWith('/api/users/reload')) reloads.push(request.url());
+    });
+    await page.goto(`${product.url}/ui/admin/commands`);
+    await page.getByRole('button', { name: 'Reload Users' }).click();
+    await toast(page, 'Reloaded users').waitFor();
+    expect(reloads).toHaveLength(1);
+
+    await page.goto(`${product.url}/ui/admin/status`);
+    const general = page.getByRole('table', { name: 'General' });
+    await general.waitFor();
+    expect(await general.getByRole('row', { name: /Users seen/ }).getByRole('cell').last().textContent()).toBe('63');
+    const discordTable = page.getByRole('table', { name: 'Discord' });
+    // Four slash commands and 27 messages to the bot.
+    expect(Number(await discordTable.getByRole('row', { name: /Messages handled/ }).getByRole('cell').last().textContent())).toBeGreaterThanOrEqual(31);
+    expect(await discordTable.getByRole('row', { name: /Connected since/ }).getByRole('cell').last().textContent()).toMatch(PEOPLE_TIME);
     await context.close();
   });
 });
