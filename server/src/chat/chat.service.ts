@@ -76,6 +76,7 @@ export const CHAT_ERRORS = {
   verificationUnavailable: 'Verification failed. Please try again.',
   feedbackSession: 'No valid session. Please refresh the page.',
   feedbackNotFound: 'Message not found or does not belong to your session',
+  feedbackRateLimited: "You've sent a lot of feedback in a short time. Please wait a moment before sending more.",
   questionNotFound: 'No question with this client_message_id in your session',
   stopped: ANSWER_STOPPED_MESSAGE,
 } as const;
@@ -270,16 +271,23 @@ export class ChatService implements LeasedWork {
     }));
   }
 
+  /**
+   * Stores the visitor's feedback on one of their answers. Each session has
+   * one feedback per type per message (a new one replaces the old) and its
+   * own window of `public_chat_requests_per_minute` feedback posts a minute
+   * (`feedback:<session>`), apart from its questions'.
+   */
   async feedback(sessionId: string | undefined, request: FeedbackRequest, client: ClientInfo): Promise<void> {
     const session = await this.findSession(sessionId);
     if (!session) throw unauthorized(CHAT_ERRORS.feedbackSession, 'session_required');
+    const perMinute = this.#options.config.get().public_chat_requests_per_minute;
+    await this.#limit(`feedback:${session.session_id}`, client.ip, perMinute, CHAT_ERRORS.feedbackRateLimited);
     const message = await queries.findMessage(this.#db, request.feedback_id);
     if (!message || message.session_id !== session.session_id || message.role !== 'user') {
       throw notFound(CHAT_ERRORS.feedbackNotFound, 'message_not_found');
     }
     await this.#options.database.transaction(async (trx) => {
-      await queries.bumpCounters(trx, { [`feedback:${request.type}`]: 1 });
-      await queries.insertFeedback(trx, {
+      const { created } = await queries.saveFeedback(trx, {
         public_chat_message_id: message.id,
         session_id: session.session_id,
         type: request.type,
@@ -289,6 +297,7 @@ export class ChatService implements LeasedWork {
         user_agent: client.userAgent,
         now: this.#now().toISOString(),
       });
+      if (created) await queries.bumpCounters(trx, { [`feedback:${request.type}`]: 1 });
     });
   }
 
