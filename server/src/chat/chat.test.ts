@@ -161,6 +161,9 @@ describe('public chat', () => {
     const statuses = replies.map((reply) => reply.statusCode).sort();
     expect(statuses.filter((status) => status === 200)).toHaveLength(10);
     expect(statuses.filter((status) => status === 429)).toHaveLength(4);
+    // The address refused them: their sessions' minutes keep no trace of questions that never ran.
+    const sessionWindows = await ctx.deps.database.db.selectFrom('public_chat_rate_limits').select('request_count').where('identifier', 'like', 'session:%').execute();
+    expect(sessionWindows.map((window) => window.request_count).sort()).toEqual([...Array(4).fill(0), ...Array(10).fill(1)]);
   });
 
   it('counts a window atomically under concurrency', async () => {
