@@ -24,6 +24,7 @@ import { registerErrorHandler } from './http/errors.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { markdownToSafeHtml } from './http/markdown-html.ts';
 import { registerAdminRoutes, registerSecurityHooks, signedInAdmin, type RouteAccess } from './http/security.ts';
+import { refuseUnstorableText } from './http/text-input.ts';
 import { registerWebApp } from './http/web-app.ts';
 import { registerWatchSocketRoute, registerWatchTokenRoute } from './watch/watch.routes.ts';
 
@@ -84,6 +85,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
   acceptEmptyJsonBodies(app);
+  refuseUnstorableText(app);
   endConnectionsWhileClosing(app);
 
   app.addHook('onRequest', async (request, reply) => {
