@@ -183,6 +183,15 @@ describe('cross-site requests', () => {
     expect(ctx.deps.config.get().discord_custom_status).toBe('/ask me about the con!');
   });
 
+  it('counts the scheme: an https Origin or Referer is another site than this plain-HTTP server', async () => {
+    const refused = await patch({ origin: 'https://localhost' });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toMatchObject({ code: 'cross_site_request', error: expect.stringContaining('comes from https://localhost') });
+    expect((await patch({ referer: 'https://localhost:80/ui/admin/config' })).statusCode).toBe(403);
+    expect((await patch({ origin: 'http://localhost:8080' })).statusCode).toBe(403);
+    expect(ctx.deps.config.get().discord_custom_status).toBe('/ask me about the con!');
+  });
+
   it('lets same-site browsers and header-less clients through', async () => {
     expect((await patch({ origin: 'http://localhost:80' })).statusCode).toBe(200);
     expect((await patch({ referer: 'http://localhost:80/ui/admin/config' })).statusCode).toBe(200);
