@@ -17,6 +17,7 @@ import * as chatConversations from './20261127T160000-chat-conversations.ts';
 import * as cluster from './20261128T090000-cluster.ts';
 import * as watchTokens from './20261129T100000-watch-tokens.ts';
 import * as feedbackOncePerType from './20261129T120000-feedback-once-per-type.ts';
+import * as loginDelays from './20261129T130000-login-delays.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -44,6 +45,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261128T090000-cluster': cluster,
   '20261129T100000-watch-tokens': watchTokens,
   '20261129T120000-feedback-once-per-type': feedbackOncePerType,
+  '20261129T130000-login-delays': loginDelays,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */
