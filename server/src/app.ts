@@ -23,6 +23,7 @@ import { registerErrorHandler } from './http/errors.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { markdownToSafeHtml } from './http/markdown-html.ts';
 import { registerSecurityHooks, signedInAdmin } from './http/security.ts';
+import { refuseUnstorableText } from './http/text-input.ts';
 import { registerWebApp } from './http/web-app.ts';
 
 const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
@@ -83,6 +84,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
   acceptEmptyJsonBodies(app);
+  refuseUnstorableText(app);
   endConnectionsWhileClosing(app);
 
   app.addHook('onRequest', async (request, reply) => {
