@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import fastifyCompress from '@fastify/compress';
 import fastifyCookie from '@fastify/cookie';
 import fastifyHelmet from '@fastify/helmet';
+import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { registerControlRoutes } from './admin/control.routes.ts';
@@ -24,6 +25,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { markdownToSafeHtml } from './http/markdown-html.ts';
 import { registerSecurityHooks, signedInAdmin } from './http/security.ts';
 import { registerWebApp } from './http/web-app.ts';
+import { registerWatchSocketRoute, registerWatchTokenRoute } from './watch/watch.routes.ts';
 
 const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 
@@ -108,6 +110,15 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // (the plugin's default types leave it out), built assets come precompressed. Request bodies are not inflated.
   await app.register(fastifyCompress, { threshold: 1024, encodings: ['br', 'gzip'], globalDecompression: false });
   await registerOpenApi(app, { title: `${env.PRODUCT_NAME} API`, version: deps.version });
+  // The Watch feed's websocket. Clients only listen: what they send is capped small and ignored.
+  await app.register(fastifyWebsocket, {
+    options: { maxPayload: 4096 },
+    preClose(done) {
+      // Closing: every Watch connection is told the server is going away (1001) rather than left to time out.
+      deps.watch.close();
+      this.websocketServer.close(() => done());
+    },
+  });
 
   registerSecurityHooks(app, deps.auth);
   registerHealthRoutes(app, deps);
@@ -122,6 +133,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerAskRoutes(app, { askCommands: deps.askCommands, timeZone: deps.timeZone });
   registerControlRoutes(app, { status: deps.status, discord: deps.discord, requestShutdown: () => deps.requestShutdown() });
   registerMetricsRoutes(app, { metrics: deps.metrics, auth: deps.auth, metricsToken: env.METRICS_TOKEN });
+  registerWatchTokenRoute(app, { tokens: deps.watchTokens });
+  registerWatchSocketRoute(app, { tokens: deps.watchTokens, hub: deps.watch });
 
   await registerWebApp(app, {
     distDir: env.WEB_DIST_DIR,

@@ -43,6 +43,10 @@ const RESPONSES: Record<string, Record<string, unknown>> = {
     },
     401: { description: 'Neither the metrics token nor an admin session' },
   },
+  'get /ws': {
+    101: { description: 'Switching to the websocket: the text `Connection established`, then one JSON Watch message (SPEC §3) per answer' },
+    401: { description: 'No valid Watch token (unknown, used, expired, or its admin session ended): refused before the upgrade' },
+  },
 };
 
 /** `getApiPublicChatMessages`, `postApiOpenaiVectorStoreUpload`, `getApiUserByIdHistory`… */
@@ -80,6 +84,12 @@ export function finishDocument(document: OpenApiDocument): OpenApiDocument {
         scheme: 'bearer',
         description: 'METRICS_TOKEN, for Prometheus scraping GET /metrics.',
       },
+      watchToken: {
+        type: 'apiKey',
+        in: 'query',
+        name: 'token',
+        description: 'A single-use token from POST /api/ws/token (60 s), for GET /ws.',
+      },
     },
   };
   const seen = new Map<string, string>();
@@ -93,6 +103,7 @@ export function finishDocument(document: OpenApiDocument): OpenApiDocument {
       seen.set(operation.operationId, key);
 
       if (path === '/metrics') operation.security = [{ metricsToken: [] }, { adminSession: [] }];
+      else if (path === '/ws') operation.security = [{ watchToken: [] }];
       else if (isAdminPath(path) && path !== OPENAPI_PATH) {
         operation.security = [{ adminSession: [] }];
         operation.responses = { ...operation.responses, 401: { description: 'No valid admin session' } };
@@ -109,12 +120,13 @@ export function finishDocument(document: OpenApiDocument): OpenApiDocument {
 export async function registerOpenApi(app: FastifyInstance, info: { title: string; version: string }): Promise<void> {
   await app.register(fastifySwagger, {
     openapi: {
-      info: { ...info, description: 'The API of the public chat, the admin console and monitoring. Admin routes (/api/…) need the session cookie from POST /login.' },
+      info: { ...info, description: 'The API of the public chat, the admin console and monitoring. Admin routes (/api/…) need the session cookie from POST /login; the Watch websocket (GET /ws) a token from POST /api/ws/token.' },
       tags: [
         { name: 'public chat', description: 'The anonymous visitor chat' },
         { name: 'auth', description: 'First-time setup and signing in' },
         { name: 'health', description: 'For load balancers and monitors' },
         { name: 'monitoring', description: 'Lists behind the console screens, and Prometheus metrics' },
+        { name: 'watch', description: 'The live Watch feed of answers (a websocket)' },
       ],
     },
     transform: jsonSchemaTransform,

@@ -15,6 +15,7 @@ import * as tokenBudget from './20261126T090000-token-budget.ts';
 import * as discordBot from './20261127T140000-discord-bot.ts';
 import * as chatConversations from './20261127T160000-chat-conversations.ts';
 import * as cluster from './20261128T090000-cluster.ts';
+import * as watchTokens from './20261129T100000-watch-tokens.ts';
 import * as pollBudget from './20261129T160000-poll-budget.ts';
 
 interface DialectMigration {
@@ -41,6 +42,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261127T140000-discord-bot': discordBot,
   '20261127T160000-chat-conversations': chatConversations,
   '20261128T090000-cluster': cluster,
+  '20261129T100000-watch-tokens': watchTokens,
   '20261129T160000-poll-budget': pollBudget,
 };
 
