@@ -333,8 +333,13 @@ export class AskPipeline {
     const assistant = offline ? this.#options.fallback!.assistant : this.#options.assistant;
     const progress: AskProgress = offline ? { threadId: null, messageId: null, runId: null } : { ...job.progress };
     let run: RunState | null = null;
+    /** The last step reached, for the answer event (a failure tells where it stopped). */
+    let lastStep: AskStep | null = null;
     const storedHooks: AskHooks = {
-      step: (step: ProviderAskStep) => recorder.step(step),
+      step: (step: ProviderAskStep) => {
+        lastStep = step;
+        return recorder.step(step);
+      },
       threadCreated: async (threadId: string) => {
         progress.threadId = threadId;
         await recorder.threadCreated(threadId);
@@ -390,7 +395,7 @@ export class AskPipeline {
       // The answer's call logs and its tokens are written beside it (the logs in one batch for every answer ending now),
       // so they are stored once it is.
       await Promise.all([recorder.completed(outcome), assistant.flushLogs(), offline ? undefined : this.#spent(assistant, result.usage)]);
-      this.#publish(job, { state: 'completed', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
+      this.#publish(job, { state: 'completed', step: 'list_message', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;
     } catch (error) {
       const finishedAt = clock.now();
@@ -416,7 +421,7 @@ export class AskPipeline {
         const failure: AnswerFailure = { ...stop, status: 499, code: 'stopped', userMessage: STOPPED_MESSAGE, logMessage: STOPPED_MESSAGE };
         if (!offline) await this.#spent(assistant, stop.usage);
         await Promise.all([recorder.stopped ? recorder.stopped(stop) : recorder.failed(failure), assistant.flushLogs()]);
-        this.#publish(job, { state: 'aborted', response: handedOn || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
+        this.#publish(job, { state: 'aborted', step: lastStep as AskStep | null, response: handedOn || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
         throw new AskStoppedError(stop, failure, error);
       }
       const failure: AnswerFailure = {
@@ -431,7 +436,7 @@ export class AskPipeline {
       if (!offline) await this.#spent(assistant, failure.usage);
       this.#options.logger.warn({ err: error, origin: job.asker.origin, sessionId: job.asker.sessionId, askCommandId: job.asker.askCommandId }, 'answer failed');
       await Promise.all([recorder.failed(failure), assistant.flushLogs()]);
-      this.#publish(job, { state: 'failed', response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
+      this.#publish(job, { state: 'failed', step: lastStep as AskStep | null, response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
       throw new AskFailedError(failure, error);
     } finally {
       ceiling.clear();
@@ -446,7 +451,7 @@ export class AskPipeline {
 
   #publish(
     job: AskJob,
-    result: { state: string; response: string | null; error: string | null; threadId: string | null; runId: string | null; runStatus: string | null; usage: TokenUsage; processingMs: number; at: Date },
+    result: { state: string; step: AskStep | null; response: string | null; error: string | null; threadId: string | null; runId: string | null; runStatus: string | null; usage: TokenUsage; processingMs: number; at: Date },
   ): void {
     const { asker } = job;
     const event: AnswerEvent = {
@@ -464,6 +469,7 @@ export class AskPipeline {
       response: result.response,
       error: result.error,
       state: result.state,
+      step: result.step,
       run_id: result.runId,
       run_status: result.runStatus,
       thread_id: result.threadId,

@@ -21,6 +21,7 @@ import {
 } from './provider.ts';
 import { ProviderLogWriter } from './provider-log-writer.ts';
 import { RateGate, sharedSlots } from './rate-gate.ts';
+import { RunPoller } from './run-poller.ts';
 
 /** Who a provider call is made for; written on every log row. */
 export interface CallContext {
@@ -71,7 +72,6 @@ export interface StartedRun {
 /** The steps of an answer, whose call logs are written in batches (ProviderLogWriter); other calls are written at once. */
 const BATCHED_STEPS: ReadonlySet<ProviderStep> = new Set(['create_thread', 'create_message', 'create_run', 'retrieve_run', 'list_messages']);
 
-const BACKOFF_FACTOR = 1.5;
 const DEFAULT_POLL_MS = 3000;
 const MAX_BODY_CHARS = 100_000;
 const NO_USAGE: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -93,6 +93,7 @@ export class AssistantService {
   readonly #logger: Logger;
   readonly #config: () => RuntimeConfig;
   readonly #runGate: RateGate;
+  readonly #poller: RunPoller;
   readonly #events: EventBus | undefined;
   readonly #logs: ProviderLogWriter;
 
@@ -115,6 +116,19 @@ export class AssistantService {
     this.#logs = options.logs ?? new ProviderLogWriter({ database: options.database, logger: options.logger });
     // One budget for every process: N processes must not make N × openai_max_requests_per_second.
     this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second, options.clock, sharedSlots(options.database, 'provider_create_run'));
+    // Runs that are not streamed are looked at by one poller spending one budget of status checks (shared like the run rate).
+    this.#poller = new RunPoller({
+      clock: options.clock,
+      logger: options.logger,
+      // The offline assistant answers at once and costs nothing: no budget.
+      perSecond: () => (this.provider.kind === 'local' ? 0 : this.#config().openai_max_polls_per_second),
+      slots: sharedSlots(options.database, 'provider_retrieve_run'),
+    });
+  }
+
+  /** Runs waiting for the poller (not streamed). */
+  get polledRuns(): number {
+    return this.#poller.size;
   }
 
   /** Writes the answers' call logs made so far (the pipeline does it as an answer ends, beside storing the answer). Never throws. */
@@ -131,7 +145,6 @@ export class AssistantService {
       .join('\n\n');
     const truncationType = overrides.truncationType ?? config.openai_truncation_strategy_type;
     const pollMs = parseDuration(overrides.pollInterval ?? config.assistant_poll_interval) ?? DEFAULT_POLL_MS;
-    const maxPollMs = parseDuration(overrides.maxPollInterval ?? config.assistant_max_poll_interval) ?? pollMs;
     return {
       instructions,
       maxOutputTokens: overrides.maxCompletionTokens ?? config.openai_max_completion_tokens,
@@ -141,7 +154,6 @@ export class AssistantService {
           ? { type: 'last_messages', lastMessages: overrides.truncationLastMessages ?? config.openai_truncation_strategy_last_messages }
           : { type: 'auto' },
       pollIntervalMs: pollMs,
-      maxPollIntervalMs: Math.max(pollMs, maxPollMs),
     };
   }
 
@@ -212,8 +224,8 @@ export class AssistantService {
    * the state `start` returned, or a stored run id. With `onText`, the run is
    * followed as it happens and its text handed on as it comes (when the
    * provider can stream; else, or when no stream can be opened, it is
-   * polled). Polling looks at once, then waits from the poll interval,
-   * growing to its maximum.
+   * polled). Polling looks at once, then every poll interval, through the
+   * one poller whose status checks share `openai_max_polls_per_second`.
    */
   async finish(
     context: CallContext,
@@ -249,14 +261,12 @@ export class AssistantService {
         this.#logger.warn({ err: error, runId }, 'could not follow the run as it happens; polling it instead');
       }
     }
-    let delay = settings.pollIntervalMs;
-    for (let polls = 0; !state || !FINAL_RUN_STATUSES.has(state.status); polls++) {
-      if (polls > 0) {
-        await this.#clock.sleep(delay, signal);
-        delay = Math.min(settings.maxPollIntervalMs, Math.round(delay * BACKOFF_FACTOR));
-      }
-      signal?.throwIfAborted();
-      state = await this.#logged('retrieve_run', context, (call) => this.provider.retrieveRun(call, threadId, runId));
+    if (!state || !FINAL_RUN_STATUSES.has(state.status)) {
+      state = await this.#poller.wait(
+        () => this.#logged('retrieve_run', context, (call) => this.provider.retrieveRun(call, threadId, runId)),
+        settings.pollIntervalMs,
+        signal,
+      );
     }
     if (state.status !== 'completed') {
       throw new ProviderError(state.error ?? `The assistant's run ended with status ${state.status}`, { runStatus: state.status, usage: state.usage });

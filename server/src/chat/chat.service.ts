@@ -7,8 +7,8 @@ import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import type { Database, Db } from '../db/database.ts';
-import { AppError, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
-import { WindowCounter } from '../limits/limits.ts';
+import { AppError, conflict, forbidden, isAppError, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
+import { WindowCounter, type WindowCount } from '../limits/limits.ts';
 import type { AssistantService } from '../assistant/assistant.service.ts';
 import { PublicChatRecorder } from './chat-recorder.ts';
 import * as queries from './chat.queries.ts';
@@ -76,6 +76,7 @@ export const CHAT_ERRORS = {
   verificationUnavailable: 'Verification failed. Please try again.',
   feedbackSession: 'No valid session. Please refresh the page.',
   feedbackNotFound: 'Message not found or does not belong to your session',
+  feedbackRateLimited: "You've sent a lot of feedback in a short time. Please wait a moment before sending more.",
   questionNotFound: 'No question with this client_message_id in your session',
   stopped: ANSWER_STOPPED_MESSAGE,
 } as const;
@@ -234,25 +235,31 @@ export class ChatService implements LeasedWork {
       if (earlier) return { sessionId: session.session_id, follow: (onText) => this.#replay(earlier, onText) };
     }
 
-    await this.#limitQuestion(session.session_id, client.ip);
-
+    // A question refused as a duplicate (409) or for lack of a place (503) is not counted against the session's
+    // and the address's minute: only questions that reach the assistant spend them (README "Reliability").
     const now = this.#now();
     const staleBefore = new Date(now.getTime() - IN_FLIGHT_STALE_MS).toISOString();
     // The in-flight hold lasts as long as the answer (released when it is stored), not as long as this request.
     // With a place free under the cap (the usual case) it is taken with the question's row, in one transaction;
     // at capacity it is taken first, so a second question of the session is refused at once rather than after the wait.
+    // A question of the session already in flight as the session was read: refused before anything is counted.
+    if (session.in_flight_since && session.in_flight_since >= staleBefore) throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
     let slot = this.#options.pipeline.tryAcquire();
     const claimedFirst = !slot;
-    if (claimedFirst) {
-      if (!(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
-        throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
-      }
+    if (claimedFirst && !(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
+      throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
     }
     let live: LiveAnswer;
+    let counted: WindowCount['counted'][] = [];
     try {
+      counted = await this.#limitQuestion(session.session_id, client.ip);
       slot ??= await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs);
       live = await this.#answer(slot, session, request, client, source, receivedAt, claimedFirst ? null : staleBefore);
     } catch (error) {
+      // The place goes back (#answer gave it back already when it failed; giving back twice is nothing).
+      slot?.release();
+      // Refused busy or as a duplicate after the question was counted: the minutes keep no trace of it.
+      if (isAppError(error) && (error.status === 503 || error.status === 409)) await Promise.all(counted.map((window) => this.#windows.uncount(window)));
       // A hold this request took is given back; one it found taken (409) belongs to the other request.
       if (claimedFirst) await queries.releaseInFlight(this.#db, session.session_id);
       throw error;
@@ -277,16 +284,23 @@ export class ChatService implements LeasedWork {
     }));
   }
 
+  /**
+   * Stores the visitor's feedback on one of their answers. Each session has
+   * one feedback per type per message (a new one replaces the old) and its
+   * own window of `public_chat_requests_per_minute` feedback posts a minute
+   * (`feedback:<session>`), apart from its questions'.
+   */
   async feedback(sessionId: string | undefined, request: FeedbackRequest, client: ClientInfo): Promise<void> {
     const session = await this.findSession(sessionId);
     if (!session) throw unauthorized(CHAT_ERRORS.feedbackSession, 'session_required');
+    const perMinute = this.#options.config.get().public_chat_requests_per_minute;
+    await this.#limit(`feedback:${session.session_id}`, client.ip, perMinute, CHAT_ERRORS.feedbackRateLimited);
     const message = await queries.findMessage(this.#db, request.feedback_id);
     if (!message || message.session_id !== session.session_id || message.role !== 'user') {
       throw notFound(CHAT_ERRORS.feedbackNotFound, 'message_not_found');
     }
     await this.#options.database.transaction(async (trx) => {
-      await queries.bumpCounters(trx, { [`feedback:${request.type}`]: 1 });
-      await queries.insertFeedback(trx, {
+      const { created } = await queries.saveFeedback(trx, {
         public_chat_message_id: message.id,
         session_id: session.session_id,
         type: request.type,
@@ -296,6 +310,7 @@ export class ChatService implements LeasedWork {
         user_agent: client.userAgent,
         now: this.#now().toISOString(),
       });
+      if (created) await queries.bumpCounters(trx, { [`feedback:${request.type}`]: 1 });
     });
   }
 
@@ -561,24 +576,27 @@ export class ChatService implements LeasedWork {
 
   /**
    * Counts a question against its session's minute and its address's
-   * (IP_LIMIT_FACTOR × as many), both in one statement; 429 with
-   * Retry-After when over either.
+   * (IP_LIMIT_FACTOR × as many), both in one statement; returns the windows
+   * it was counted in. Over either: 429 with Retry-After, the refusal
+   * counted only in the window it went over (so that window shows it
+   * limited, and the other keeps no trace of it).
    */
-  async #limitQuestion(sessionId: string, clientIp: string | null): Promise<void> {
+  async #limitQuestion(sessionId: string, clientIp: string | null): Promise<WindowCount['counted'][]> {
     const perMinute = this.#options.config.get().public_chat_requests_per_minute;
     const session = `session:${sessionId}`;
     const limits = [{ identifier: session, max: perMinute }, ...(clientIp ? [{ identifier: `ip:${clientIp}`, max: perMinute * IP_LIMIT_FACTOR }] : [])];
-    const counted = await this.#windows.countMany(limits, clientIp);
-    const over = counted.findIndex((count) => count.over);
-    if (over < 0) return;
+    const counts = await this.#windows.countMany(limits, clientIp);
+    const over = counts.findIndex((count) => count.over);
+    if (over < 0) return counts.map((count) => count.counted);
+    await Promise.all(counts.filter((_, i) => i !== over).map((count) => this.#windows.uncount(count.counted)));
     if (over === 0) await queries.noteLimited(this.#db, session, this.#now().toISOString());
-    throw tooManyRequests(CHAT_ERRORS.rateLimited, counted[over]!.retryAfterSeconds);
+    throw tooManyRequests(CHAT_ERRORS.rateLimited, counts[over]!.retryAfterSeconds);
   }
 
-  /** Counts one request against the identifier's minute; 429 with Retry-After when over its limit. */
-  async #limit(identifier: string, clientIp: string | null, max: number, message: string = CHAT_ERRORS.rateLimited, code?: string): Promise<void> {
+  /** Counts one request against the identifier's minute; 429 with Retry-After when over its limit (the refusal stays counted, so the window shows it limited). */
+  async #limit(identifier: string, clientIp: string | null, max: number, message: string = CHAT_ERRORS.rateLimited, code?: string): Promise<WindowCount['counted']> {
     const counted = await this.#windows.count(identifier, clientIp, max);
-    if (!counted.over) return;
+    if (!counted.over) return counted.counted;
     if (identifier.startsWith('session:')) await queries.noteLimited(this.#db, identifier, this.#now().toISOString());
     throw tooManyRequests(message, counted.retryAfterSeconds, code);
   }

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
-import { countInWindows } from './limits.queries.ts';
+import { countInWindows, uncountInWindow } from './limits.queries.ts';
 
 /** A span of time requests are counted in. */
 export interface TimeWindow {
@@ -27,6 +27,8 @@ export interface WindowCount {
   over: boolean;
   /** Seconds until the window ends (for Retry-After). */
   retryAfterSeconds: number;
+  /** The identifier and window this request was counted in, to take it back (`uncount`). */
+  counted: { identifier: string; windowStart: Date };
 }
 
 /**
@@ -63,7 +65,16 @@ export class WindowCounter {
     const retryAfterSeconds = (window.end.getTime() - now.getTime()) / 1000;
     return limits.map(({ identifier, max }) => {
       const count = counts.get(identifier) ?? 0;
-      return { count, max, over: count > max, retryAfterSeconds };
+      return { count, max, over: count > max, retryAfterSeconds, counted: { identifier, windowStart: window.start } };
+    });
+  }
+
+  /** Takes back a request `count` counted, in the window it was counted in (even when a new one has begun since). */
+  async uncount(counted: WindowCount['counted']): Promise<void> {
+    await uncountInWindow(this.#database.db, {
+      identifier: counted.identifier,
+      window_start: counted.windowStart.toISOString(),
+      now: this.#clock.now().toISOString(),
     });
   }
 }
