@@ -1,7 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
-import { ADMIN_COOKIE, isAdminPath } from './security.ts';
+import { ADMIN_COOKIE, type RouteAccess } from './security.ts';
 
 /** Where the API description is served, without a session (it is not a secret). */
 export const OPENAPI_PATH = '/api/openapi.json';
@@ -49,6 +49,34 @@ const RESPONSES: Record<string, Record<string, unknown>> = {
   },
 };
 
+/** The ways in, by the access a route declares (http/security.ts RouteAccess). */
+const SECURITY_SCHEMES = {
+  adminSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: ADMIN_COOKIE,
+    description: 'The signed session cookie set by POST /login.',
+  },
+  metricsToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'METRICS_TOKEN, for Prometheus scraping GET /metrics.',
+  },
+  watchToken: {
+    type: 'apiKey',
+    in: 'query',
+    name: 'token',
+    description: 'A single-use token from POST /api/ws/token (60 s), for GET /ws.',
+  },
+};
+
+/** The security requirement of a route that declares its access; `undefined` for the public and for /metrics (two ways in, set below). */
+function securityOf(access: RouteAccess | undefined): Record<string, string[]>[] | undefined {
+  if (access === 'admin') return [{ adminSession: [] }];
+  if (access === 'watch_token') return [{ watchToken: [] }];
+  return undefined;
+}
+
 /** `getApiPublicChatMessages`, `postApiOpenaiVectorStoreUpload`, `getApiUserByIdHistory`… */
 export function operationIdOf(method: string, path: string): string {
   const words = path
@@ -70,28 +98,7 @@ export function operationIdOf(method: string, path: string): string {
  * and the bodies that are not JSON.
  */
 export function finishDocument(document: OpenApiDocument): OpenApiDocument {
-  document.components = {
-    ...document.components,
-    securitySchemes: {
-      adminSession: {
-        type: 'apiKey',
-        in: 'cookie',
-        name: ADMIN_COOKIE,
-        description: 'The signed session cookie set by POST /login.',
-      },
-      metricsToken: {
-        type: 'http',
-        scheme: 'bearer',
-        description: 'METRICS_TOKEN, for Prometheus scraping GET /metrics.',
-      },
-      watchToken: {
-        type: 'apiKey',
-        in: 'query',
-        name: 'token',
-        description: 'A single-use token from POST /api/ws/token (60 s), for GET /ws.',
-      },
-    },
-  };
+  document.components = { ...document.components, securitySchemes: SECURITY_SCHEMES };
   const seen = new Map<string, string>();
   for (const [path, operations] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(operations)) {
@@ -102,12 +109,12 @@ export function finishDocument(document: OpenApiDocument): OpenApiDocument {
       if (clash) throw new Error(`OpenAPI: ${key} and ${clash} have the same operationId ${operation.operationId}`);
       seen.set(operation.operationId, key);
 
+      // Each route's own rule came with its schema (registerOpenApi's transform); /metrics takes either of two.
       if (path === '/metrics') operation.security = [{ metricsToken: [] }, { adminSession: [] }];
-      else if (path === '/ws') operation.security = [{ watchToken: [] }];
-      else if (isAdminPath(path) && path !== OPENAPI_PATH) {
-        operation.security = [{ adminSession: [] }];
+      else operation.security ??= [];
+      if (operation.security.some((requirement) => 'adminSession' in requirement) && path !== '/metrics') {
         operation.responses = { ...operation.responses, 401: { description: 'No valid admin session' } };
-      } else operation.security = [];
+      }
 
       if (REQUEST_BODIES[key]) operation.requestBody = REQUEST_BODIES[key];
       if (RESPONSES[key]) operation.responses = { ...operation.responses, ...RESPONSES[key] };
@@ -128,13 +135,19 @@ export async function registerOpenApi(app: FastifyInstance, info: { title: strin
         { name: 'monitoring', description: 'Lists behind the console screens, and Prometheus metrics' },
         { name: 'watch', description: 'The live Watch feed of answers (a websocket)' },
       ],
+      // Known while routes are described too (a query parameter that carries a scheme's key is left out of the parameters).
+      components: { securitySchemes: SECURITY_SCHEMES as never },
     },
-    transform: jsonSchemaTransform,
+    transform: (input) => {
+      const transformed = jsonSchemaTransform(input);
+      const security = securityOf(input.route.config?.access);
+      return security ? { ...transformed, schema: { ...transformed.schema, security } } : transformed;
+    },
     transformObject: (document) => finishDocument(('openapiObject' in document ? document.openapiObject : document.swaggerObject) as OpenApiDocument) as never,
   });
   app.get(
     OPENAPI_PATH,
-    { config: { public: true }, schema: { tags: ['docs'], operationId: 'getOpenApiDocument', summary: 'This API description (OpenAPI 3)' } },
+    { config: { access: 'public' }, schema: { tags: ['docs'], operationId: 'getOpenApiDocument', summary: 'This API description (OpenAPI 3)' } },
     () => app.swagger(),
   );
 }

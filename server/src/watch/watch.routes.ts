@@ -53,7 +53,7 @@ export function registerWatchSocketRoute(app: FastifyInstance, deps: WatchRouteD
     summary: 'The live Watch feed (websocket upgrade)',
     querystring: z.object({ token: z.string().optional().describe('The single-use token from POST /api/ws/token') }),
   };
-  app.get('/ws', { websocket: true, onRequest: requireWatchToken(deps.tokens), schema }, (socket, request) => {
+  app.get('/ws', { websocket: true, config: { access: 'watch_token' }, onRequest: requireWatchToken(deps.tokens), schema }, (socket, request) => {
     deps.hub.attach(socket, request.watchGrant!);
   });
 }
