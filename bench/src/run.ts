@@ -7,6 +7,7 @@
  *   npm run bench -- bundle       only those whose name contains "bundle"
  *   npm run bench -- lists sessions   the list benchmark on tables whose name contains "sessions"
  *   npm run bench -- chat quick   the chat hot path with 20 sessions and short rounds (options: see chat-bench.ts)
+ *   npm run bench -- delay quick  the answer delay at 2 s of provider latency only (the whole takes about 3 minutes)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { benchChat, chatBenchOptions } from './chat-bench.ts';
 import { benchChatPage } from './chat-page.ts';
 import { benchCrawl } from './crawl-bench.ts';
+import { benchDelay, delayBenchOptions } from './delay-bench.ts';
 import { formatResult, passed, type BenchResult } from './report.ts';
 import { availableEngines, sqliteEngine } from './engines.ts';
 import { benchLists } from './list-bench.ts';
@@ -50,6 +52,14 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     run: async () => {
       const options = chatBenchOptions(process.argv.slice(3));
       for (const engine of await availableEngines('the chat hot path')) await benchChat(engine, report, options);
+    },
+  },
+  {
+    // How late answers arrive after the provider finishes, streamed and polled, at 2 s and 60 s of provider latency.
+    name: 'delay',
+    run: async () => {
+      const options = delayBenchOptions(process.argv.slice(3));
+      for (const engine of await availableEngines('the answer delay')) await benchDelay(engine, report, options);
     },
   },
   {

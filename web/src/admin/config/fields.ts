@@ -46,7 +46,7 @@ export const SECTIONS: SectionSpec[] = [
       { name: 'discord_error_message', label: 'Error message', kind: 'multiline', help: 'What the bot answers when it cannot answer a question.' },
       { name: 'discord_rate_limit_message', label: 'Rate limit message', kind: 'multiline', help: 'What the bot answers while a user still has a question in flight or is over the limit.' },
       { name: 'discord_notification_channel_id', label: 'Notification channel ID', kind: 'text', help: 'Channel where operators hear about the bot: connected, new users, users at their limit, failed commands, feedback, moved and cancelled events. Never the text of a /whisper. Empty turns notifications off.' },
-      { name: 'discord_allowed_channel_ids', label: 'Allowed channel IDs', kind: 'multiline', help: 'Channels where /ask and /whisper are answered (and their threads), separated by commas or new lines. Elsewhere people get a polite private note naming these channels. Empty: every channel.' },
+      { name: 'discord_allowed_channel_ids', label: 'Allowed channel IDs', kind: 'multiline', help: 'Channels where /ask and /whisper are answered (and their threads), separated by commas or new lines. Elsewhere people get a polite private note naming these channels. Direct messages to the bot are always answered. Empty: every channel.' },
       { name: 'donated_role_id', label: 'Donor role ID', kind: 'text', help: 'Members with this role count as donors (higher limits). Empty turns it off.' },
     ],
   },
