@@ -40,6 +40,19 @@ export const findSession = (db: Db, id: string) =>
 export const touchSession = (db: Db, id: string, lastSeenAt: string, expiresAt: string) =>
   db.updateTable('admin_sessions').set({ last_seen_at: lastSeenAt, expires_at: expiresAt }).where('id', '=', id).execute();
 
+/** Which of these sessions still exist and have not expired. */
+export const findLiveSessionIds = async (db: Db, ids: readonly string[], now: string): Promise<string[]> => {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('admin_sessions')
+    .select('id')
+    .where('id', 'in', ids)
+    .where('expires_at', '>', now)
+    .where('absolute_expires_at', '>', now)
+    .execute();
+  return rows.map((row) => row.id);
+};
+
 export const deleteSession = (db: Db, id: string) => db.deleteFrom('admin_sessions').where('id', '=', id).execute();
 
 export const deleteSessionsOfAdmin = (db: Db, adminUserId: number) =>

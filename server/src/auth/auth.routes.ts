@@ -25,7 +25,7 @@ function setDeviceCookie(request: FastifyRequest, reply: FastifyReply, value: st
   });
 }
 
-/** First-time setup, sign in and out (public), and the signed-in check (/api). */
+/** First-time setup, sign in and out (public). */
 export function registerAuthRoutes(instance: FastifyInstance, auth: AuthService): void {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const tags = ['auth'];
@@ -51,8 +51,12 @@ export function registerAuthRoutes(instance: FastifyInstance, auth: AuthService)
     clearAdminCookie(request, reply);
     return { success: true as const };
   });
+}
 
-  app.get('/api/logged_in', { schema: { tags, response: { 200: UsernameReplySchema } } }, (request) => ({
+/** Who is signed in (an admin route: register it in the admin scope). */
+export function registerSignedInRoute(instance: FastifyInstance): void {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  app.get('/api/logged_in', { schema: { tags: ['auth'], response: { 200: UsernameReplySchema } } }, (request) => ({
     username: request.admin!.username,
   }));
 }

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import { insertSettingOnce } from '../db/app-settings.ts';
 import type { Database } from '../db/database.ts';
+import type { EventBus } from '../events.ts';
 import { AppError, conflict, notFound, tooManyRequests, unauthorized } from '../errors.ts';
 import {
   clearAllThrottles,
@@ -14,6 +15,7 @@ import {
   deleteSessionsOfAdmin,
   deleteStaleThrottleRows,
   findAdminByUsername,
+  findLiveSessionIds,
   findSession,
   findThrottleRow,
   findThrottleRows,
@@ -123,13 +125,16 @@ export class AuthService {
   readonly #database: Database;
   readonly #clock: Clock;
   readonly #logger: Logger;
+  readonly #events: EventBus | undefined;
   #setupDone = false;
   readonly #recent = new Map<string, RecentSession>();
 
-  constructor(options: { database: Database; clock: Clock; logger: Logger }) {
+  /** `events` hears of every ended session (the Watch feed closes its connections, in every process). */
+  constructor(options: { database: Database; clock: Clock; logger: Logger; events?: EventBus }) {
     this.#database = options.database;
     this.#clock = options.clock;
     this.#logger = options.logger;
+    this.#events = options.events;
   }
 
   /** Setup is required until the first admin exists; that never reverts. */
@@ -305,6 +310,16 @@ export class AuthService {
     const id = hashToken(token);
     this.#recent.delete(id);
     await deleteSession(this.#database.db, id);
+    this.#events?.publish('admin_session_ended', { session_id: id });
+  }
+
+  /**
+   * Which of these sessions (by id) still exist and have not expired, read
+   * from the database (not this process's memory): a session signed out
+   * through another process, or ended by a password reset, is gone here too.
+   */
+  async liveSessions(ids: readonly string[]): Promise<Set<string>> {
+    return new Set(await findLiveSessionIds(this.#database.db, [...new Set(ids)], this.#clock.now().toISOString()));
   }
 
   /**

@@ -300,7 +300,7 @@ describe('cross-site requests', () => {
   });
 
   it('checks the session first, so a cross-site anonymous request gets 401', async () => {
-    const response = await ctx.app.inject({ method: 'POST', url: '/api/config', headers: { origin: 'https://evil.example' } });
+    const response = await ctx.app.inject({ method: 'POST', url: '/api/pause', headers: { origin: 'https://evil.example' } });
     expect(response.statusCode).toBe(401);
     const anonymous = await ctx.app.inject({ method: 'PATCH', url: '/api/config', payload: {}, headers: { origin: 'https://evil.example' } });
     expect(anonymous.statusCode).toBe(401);

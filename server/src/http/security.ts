@@ -1,23 +1,29 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import type { AdminSession, AuthService } from '../auth/auth.service.ts';
 import { forbidden, unauthorized } from '../errors.ts';
 
 export const ADMIN_COOKIE = 'concierge_admin';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/**
+ * Who may call a route, declared by the route (never read from its URL):
+ * `admin` — a signed-in admin session (every route registered through
+ * `registerAdminRoutes`); `watch_token` — a single-use Watch token (GET /ws);
+ * `public` — anyone (the API description, declared on the route). Routes
+ * that declare nothing are public pages and the public chat.
+ */
+export type RouteAccess = 'admin' | 'watch_token' | 'public';
+
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The signed-in admin, set for every /api/* request. */
+    /** The signed-in admin, set on every route that requires one. */
     admin: AdminSession | null;
   }
   interface FastifyContextConfig {
-    /** A route under /api/ that anyone may read (the API description); declared on the route itself. */
-    public?: boolean;
+    /** Who may call the route (see RouteAccess); set by the scope or the route itself. */
+    access?: RouteAccess;
   }
 }
-
-/** Every path under /api/ needs an admin session, matched route or not, unless its route is declared public. */
-export const isAdminPath = (path: string) => path.startsWith('/api/');
 
 export function setAdminCookie(request: FastifyRequest, reply: FastifyReply, token: string, expiresAt: Date): void {
   reply.setCookie(ADMIN_COOKIE, token, {
@@ -93,19 +99,44 @@ function siteOrigin(site: string): string | null {
 }
 
 /**
- * Admin session check on /api/* (first, so an anonymous request gets 401),
- * then the cross-site check on every state-changing request.
+ * The admin rule: an `onRequest` hook, so it runs before the body is read
+ * and before anything else of the route (an anonymous request gets 401,
+ * never a 400 or a 403). Renews the session's cookie when it slid.
  */
-export function registerSecurityHooks(app: FastifyInstance, auth: AuthService): void {
+export function requireAdmin(auth: AuthService): onRequestAsyncHookHandler {
+  return async (request, reply) => {
+    const token = adminToken(request);
+    const session = token ? await auth.authenticate(token) : null;
+    if (!session) throw unauthorized();
+    request.admin = session;
+    if (session.renewed && token) setAdminCookie(request, reply, token, session.expiresAt);
+  };
+}
+
+/**
+ * Registers admin routes: every route that `register` adds to the scope it
+ * is given declares `access: 'admin'` and runs `requireAdmin` first. Hooks
+ * added inside stay inside (Fastify's encapsulation); app-wide hooks belong
+ * on the app.
+ */
+export async function registerAdminRoutes(app: FastifyInstance, auth: AuthService, register: (admin: FastifyInstance) => void | Promise<void>): Promise<void> {
+  await app.register(async (admin) => {
+    admin.addHook('onRoute', (route) => {
+      route.config = Object.assign(route.config ?? {}, { access: 'admin' satisfies RouteAccess });
+    });
+    admin.addHook('onRequest', requireAdmin(auth));
+    await register(admin);
+  });
+}
+
+/**
+ * The cross-site check on every state-changing request. It runs once the
+ * route's own rule has run (preParsing comes after every onRequest hook),
+ * so an anonymous request to an admin route gets 401 whatever its origin.
+ */
+export function registerSecurityHooks(app: FastifyInstance): void {
   app.decorateRequest('admin', null);
-  app.addHook('onRequest', async (request, reply) => {
-    if (isAdminPath(request.routeOptions.url ?? request.url) && !request.routeOptions.config.public) {
-      const token = adminToken(request);
-      const session = token ? await auth.authenticate(token) : null;
-      if (!session) throw unauthorized();
-      request.admin = session;
-      if (session.renewed && token) setAdminCookie(request, reply, token, session.expiresAt);
-    }
+  app.addHook('preParsing', async (request) => {
     if (!SAFE_METHODS.has(request.method)) checkSameOrigin(request);
   });
 }

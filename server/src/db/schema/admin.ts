@@ -37,3 +37,12 @@ export interface AppSettingTable {
   value: string;
   created_at: string;
 }
+
+/** A single-use Watch token (DESIGN §9): its SHA-256, the admin session it belongs to, and when it stops being accepted. */
+export interface WatchTokenTable {
+  id: string;
+  session_id: string;
+  username: string;
+  created_at: string;
+  expires_at: string;
+}
