@@ -18,6 +18,7 @@ import { formatResult, passed, type BenchResult } from './report.ts';
 import { availableEngines, sqliteEngine } from './engines.ts';
 import { benchLists } from './list-bench.ts';
 import { benchStatus } from './status-bench.ts';
+import { benchUsers } from './users-bench.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -56,6 +57,13 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     name: 'crawl',
     run: async () => {
       for (const engine of await availableEngines('the crawl')) await benchCrawl(engine, report);
+    },
+  },
+  {
+    // The Users page with its stats: 100,000 users, a million ask commands (npm run bench -- users).
+    name: 'users',
+    run: async () => {
+      for (const engine of await availableEngines('the users page')) await benchUsers(engine, report);
     },
   },
   {

@@ -15,6 +15,7 @@ import * as tokenBudget from './20261126T090000-token-budget.ts';
 import * as discordBot from './20261127T140000-discord-bot.ts';
 import * as chatConversations from './20261127T160000-chat-conversations.ts';
 import * as cluster from './20261128T090000-cluster.ts';
+import * as usersPage from './20261129T110000-users-page.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -40,6 +41,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261127T140000-discord-bot': discordBot,
   '20261127T160000-chat-conversations': chatConversations,
   '20261128T090000-cluster': cluster,
+  '20261129T110000-users-page': usersPage,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */
