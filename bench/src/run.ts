@@ -21,6 +21,7 @@ import { availableEngines, sqliteEngine } from './engines.ts';
 import { benchLists } from './list-bench.ts';
 import { benchStatus } from './status-bench.ts';
 import { benchUploads } from './upload-bench.ts';
+import { benchUsers } from './users-bench.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -73,6 +74,13 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     // 100 parallel 20 MB uploads: the server's memory and /healthz (npm run bench -- uploads).
     name: 'uploads',
     run: () => benchUploads(report),
+  },
+  {
+    // The Users page with its stats: 100,000 users, a million ask commands (npm run bench -- users).
+    name: 'users',
+    run: async () => {
+      for (const engine of await availableEngines('the users page')) await benchUsers(engine, report);
+    },
   },
   {
     name: 'lists',
