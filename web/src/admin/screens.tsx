@@ -17,6 +17,7 @@ const sessions = lazy(() => import('./public-chat/SessionsPage.tsx'));
 const rateLimits = lazy(() => import('./public-chat/RateLimitsPage.tsx'));
 const providerLogs = lazy(() => import('./public-chat/ProviderLogsPage.tsx'));
 const crawlerEvents = lazy(() => import('./crawler/CrawlerEventsPage.tsx'));
+const watch = lazy(() => import('./watch/WatchPage.tsx'));
 
 /** Every console route of SPEC §2 except login and setup. */
 export const ADMIN_SCREENS: AdminScreen[] = [
@@ -24,7 +25,7 @@ export const ADMIN_SCREENS: AdminScreen[] = [
   { path: 'commands', title: 'Control Panel', page: commands },
   { path: 'config', title: 'Bot Config', page: config },
   { path: 'users', title: 'Users List', page: comingSoon },
-  { path: 'watch', title: 'Watch', page: comingSoon },
+  { path: 'watch', title: 'Watch', page: watch },
   { path: 'ask_commands', title: 'Ask Commands', page: comingSoon },
   { path: 'discord_messages', title: 'Discord Messages', page: comingSoon },
   { path: 'public_chat_messages', title: 'Public Chat Messages', page: messages },
