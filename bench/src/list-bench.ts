@@ -157,9 +157,10 @@ const CASES: ListCase[] = [
       }));
       for (let i = 0; i < rows.length; i += 100) await database.db.insertInto('public_chat_messages').values(rows.slice(i, i + 100)).execute();
     },
+    // A session gives one feedback per type per message: each row is another visitor's.
     insert: (_dialect, { n, at }) => sql`
       insert into public_chat_feedback (public_chat_message_id, session_id, type, description, client_ip, user_agent, created_at, updated_at)
-      select n % 1000 + 1, 'parent-' || (n % 10 + 1), case when n % 5 = 0 then 'outdated' else 'good' end, 'note ' || n, '10.0.0.1', 'bench', ${at}, ${at}`,
+      select n % 1000 + 1, 'visitor-' || n, case when n % 5 = 0 then 'outdated' else 'good' end, 'note ' || n, '10.0.0.1', 'bench', ${at}, ${at}`,
     bareSql: `select ${FEEDBACK_COLUMNS} from public_chat_feedback where type = $1 order by created_at desc, id desc limit $2 offset $3`,
     bareParams: () => ['good'],
   },

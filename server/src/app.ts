@@ -21,9 +21,11 @@ import { registerAskRoutes } from './ask/ask.routes.ts';
 import { registerUserRoutes } from './users/users.routes.ts';
 import { registerMetricsRoutes } from './metrics/metrics.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
+import { jsonDepthExceeds, refuseBodiesOnBodylessRoutes, tooDeepError } from './http/request-body.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { markdownToSafeHtml } from './http/markdown-html.ts';
 import { registerAdminRoutes, registerSecurityHooks, signedInAdmin, type RouteAccess } from './http/security.ts';
+import { refuseUnstorableText } from './http/text-input.ts';
 import { registerWebApp } from './http/web-app.ts';
 import { registerWatchSocketRoute, registerWatchTokenRoute } from './watch/watch.routes.ts';
 
@@ -84,6 +86,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
   acceptEmptyJsonBodies(app);
+  refuseUnstorableText(app);
+  refuseBodiesOnBodylessRoutes(app);
   endConnectionsWhileClosing(app);
 
   app.addHook('onRequest', async (request, reply) => {
@@ -176,13 +180,15 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
 /**
  * Body-less POSTs (/api/pause, /logout, …) are accepted with or without a
- * JSON content type: an empty JSON body parses as "no body".
+ * JSON content type: an empty JSON body parses as "no body". A document
+ * nested deeper than MAX_JSON_DEPTH is refused before parsing.
  */
 function acceptEmptyJsonBodies(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    if (jsonDepthExceeds(body as string)) return done(tooDeepError(), undefined);
     parseJson(request, body as string, done);
   });
 }

@@ -523,13 +523,14 @@ describe('monitoring list page size', () => {
     const db = ctx.deps.database.db;
     const at = '2026-03-14T15:00:00.000Z';
     await seedSession(db, at, { session_id: 'sess-busy' });
-    const questionId = await seedMessage(db, at, { session_id: 'sess-busy', role: 'user', content: 'question 0', state: 'completed' });
+    // One feedback per type per question per session: each question gets one.
+    const questionIds = [await seedMessage(db, at, { session_id: 'sess-busy', role: 'user', content: 'question 0', state: 'completed' })];
     for (let i = 1; i < ROWS; i++) {
       await seedSession(db, at, { session_id: `sess-${i}` });
-      await seedMessage(db, at, { session_id: 'sess-busy', role: 'user', content: `question ${i}`, state: 'completed' });
+      questionIds.push(await seedMessage(db, at, { session_id: 'sess-busy', role: 'user', content: `question ${i}`, state: 'completed' }));
     }
     for (let i = 0; i < ROWS; i++) {
-      await seedFeedback(db, at, { public_chat_message_id: questionId, session_id: 'sess-busy', type: 'good' });
+      await seedFeedback(db, at, { public_chat_message_id: questionIds[i]!, session_id: 'sess-busy', type: 'good' });
       await seedRateLimit(db, at, { identifier: `session:sess-${i}`, request_count: 1, max_requests: 2 });
       for (const kind of LOG_KINDS) await seedLog(db, kind, at, { session_id: 'sess-busy' });
     }

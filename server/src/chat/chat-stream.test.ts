@@ -109,11 +109,11 @@ describe('streamed answers with the offline assistant', () => {
 
     const answered = await ask({ message: 'Where is the lost and found?' });
     expect(answered.status).toBe(200);
+    await answered.ended; // while it is answered, a second question is refused 409 before it is counted
     const limited = await ask({ message: 'And the repair station?' });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(limited.json).toMatchObject({ success: false, error: CHAT_ERRORS.rateLimited });
-    await answered.ended;
   });
 
   it('replays a stored answer to a retry as one delta and done', async () => {
@@ -279,6 +279,59 @@ describe('streamed answers with OpenAI', () => {
     expect(second.status).toBe(409);
     expect(second.json).toMatchObject({ success: false, error: CHAT_ERRORS.inFlight });
     await first.ended;
+  });
+
+  const windowCount = async (identifier: string) =>
+    (await db(ctx).selectFrom('public_chat_rate_limits').select('request_count').where('identifier', '=', identifier).executeTakeFirst())?.request_count ?? 0;
+
+  it('leaves the session and address budgets intact after 50 sends refused with 409', async () => {
+    const { ask, cookie } = await start();
+    await ctx.deps.config.update({ public_chat_requests_per_minute: 5 }); // 50 a minute for the address
+    fake.configure({ deltaDelayMs: 30 });
+    const first = await ask({ message: 'Where is the lost and found?' });
+    await first.waitFor((entry) => entry.kind === 'event' && entry.event === 'delta');
+    const refused = await Promise.all(
+      Array.from({ length: 50 }, (_, n) => ctx.app.inject({ method: 'POST', url: '/public/chat/send', headers: { cookie }, payload: { message: `Again ${n}?` }, remoteAddress: '127.0.0.1' })),
+    );
+    expect(refused.map((reply) => reply.statusCode)).toEqual(Array(50).fill(409));
+    await first.ended;
+
+    const sessionId = (await db(ctx).selectFrom('public_chat_sessions').select('session_id').executeTakeFirstOrThrow()).session_id;
+    expect(await windowCount(`session:${sessionId}`)).toBe(1);
+    expect(await windowCount('ip:127.0.0.1')).toBe(1);
+    // The session still has the other four questions of its minute.
+    fake.configure({ deltaDelayMs: 0 });
+    for (let n = 0; n < 4; n++) {
+      const next = await ask({ message: `Question ${n}: where is the repair station?` });
+      expect(next.status, JSON.stringify(next.json)).toBe(200);
+      await next.ended;
+    }
+    expect((await ask({ message: 'One too many?' })).status).toBe(429);
+  });
+
+  it('does not count sends refused busy (503) against the sessions or the address', async () => {
+    const time = manualClock(minuteStartClock().now(), { autoAdvance: false });
+    const { base, ask } = await start({ clock: time.clock, env: { MAX_CONCURRENT_RUNS: '1' } });
+    fake.configure({ deltaDelayMs: 50 });
+    const first = await ask({ message: 'Where is the lost and found?' });
+    await first.waitFor((entry) => entry.kind === 'event' && entry.event === 'delta');
+    const others = await Promise.all(Array.from({ length: 10 }, () => ctx.app.inject({ method: 'POST', url: '/public/chat/turnstile/verify', payload: { token: '' } })));
+    const before = time.waiting;
+    const waiting = Promise.all(others.map((verify) => postForEvents(`${base}/public/chat/send`, { message: 'Where is the repair station?' }, { cookie: cookieFrom(verify) })));
+    await until(() => time.waiting >= before + 10);
+    time.advance(5_000);
+    const refused: StreamedReply[] = await waiting;
+    expect(refused.map((reply) => reply.status)).toEqual(Array(10).fill(503));
+    await first.ended;
+
+    expect(await windowCount('ip:127.0.0.1')).toBe(1);
+    const sessionWindows = await db(ctx).selectFrom('public_chat_rate_limits').select('request_count').where('identifier', 'like', 'session:%').execute();
+    expect(sessionWindows.map((window) => window.request_count).sort()).toEqual([...Array(10).fill(0), 1]);
+    // Nothing of them was stored, and their sessions may ask.
+    expect(await questions(ctx)).toHaveLength(1);
+    const again = await postForEvents(`${base}/public/chat/send`, { message: 'Where is the repair station?' }, { cookie: cookieFrom(others[0]!) });
+    await again.ended;
+    expect(again.done()).toMatchObject({ success: true });
   });
 
   it('stops an answer: the run is cancelled, the partial answer kept, and the session may ask again at once', async () => {

@@ -250,7 +250,12 @@ export const sessionExchanges = (db: Db, sessionId: string, limit: number, after
     .limit(limit)
     .execute();
 
-export const insertFeedback = (
+/**
+ * Stores the session's feedback of one type on a message, replacing what it
+ * gave of that type before (one per type per message per session). Returns
+ * whether it is new (not a replacement), for the counters.
+ */
+export async function saveFeedback(
   db: Db,
   feedback: {
     public_chat_message_id: number;
@@ -262,14 +267,25 @@ export const insertFeedback = (
     user_agent: string | null;
     now: string;
   },
-) => {
+): Promise<{ created: boolean }> {
   const { now, ...values } = feedback;
-  return db
+  // Insert-or-nothing first, so a concurrent twin waits on the unique index instead of failing on it.
+  const inserted = await db
     .insertInto('public_chat_feedback')
     .values({ ...values, created_at: now, updated_at: now })
+    .onConflict((conflict) => conflict.columns(['public_chat_message_id', 'session_id', 'type']).doNothing())
     .returning('id')
-    .executeTakeFirstOrThrow();
-};
+    .executeTakeFirst();
+  if (inserted) return { created: true };
+  await db
+    .updateTable('public_chat_feedback')
+    .set({ description: values.description, detail: values.detail, client_ip: values.client_ip, user_agent: values.user_agent, created_at: now, updated_at: now })
+    .where('public_chat_message_id', '=', values.public_chat_message_id)
+    .where('session_id', '=', values.session_id)
+    .where('type', '=', values.type)
+    .execute();
+  return { created: false };
+}
 
 /** Records a verification token as spent; false when it was presented before. */
 export async function spendToken(db: Db, tokenHash: string, now: string): Promise<boolean> {

@@ -7,8 +7,8 @@ import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import type { Database, Db } from '../db/database.ts';
-import { AppError, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
-import { WindowCounter } from '../limits/limits.ts';
+import { AppError, conflict, forbidden, isAppError, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
+import { WindowCounter, type WindowCount } from '../limits/limits.ts';
 import type { AssistantService } from '../assistant/assistant.service.ts';
 import { PublicChatRecorder } from './chat-recorder.ts';
 import * as queries from './chat.queries.ts';
@@ -76,6 +76,7 @@ export const CHAT_ERRORS = {
   verificationUnavailable: 'Verification failed. Please try again.',
   feedbackSession: 'No valid session. Please refresh the page.',
   feedbackNotFound: 'Message not found or does not belong to your session',
+  feedbackRateLimited: "You've sent a lot of feedback in a short time. Please wait a moment before sending more.",
   questionNotFound: 'No question with this client_message_id in your session',
   stopped: ANSWER_STOPPED_MESSAGE,
 } as const;
@@ -232,10 +233,8 @@ export class ChatService implements LeasedWork {
       if (earlier) return { sessionId: session.session_id, follow: (onText) => this.#replay(earlier, onText) };
     }
 
-    const perMinute = this.#options.config.get().public_chat_requests_per_minute;
-    await this.#limit(`session:${session.session_id}`, client.ip, perMinute);
-    if (client.ip) await this.#limit(`ip:${client.ip}`, client.ip, perMinute * IP_LIMIT_FACTOR);
-
+    // A question refused as a duplicate (409) or for lack of a place (503) is not counted against the session's
+    // and the address's minute: only questions that reach the assistant spend them (README "Reliability").
     const now = this.#now();
     const staleBefore = new Date(now.getTime() - IN_FLIGHT_STALE_MS).toISOString();
     if (!(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
@@ -243,10 +242,19 @@ export class ChatService implements LeasedWork {
     }
     // The in-flight hold lasts as long as the answer (released when it settles), not as long as this request.
     let live: LiveAnswer;
+    const counted: WindowCount['counted'][] = [];
     try {
-      const slot = await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs);
+      const perMinute = this.#options.config.get().public_chat_requests_per_minute;
+      counted.push(await this.#limit(`session:${session.session_id}`, client.ip, perMinute));
+      if (client.ip) counted.push(await this.#limit(`ip:${client.ip}`, client.ip, perMinute * IP_LIMIT_FACTOR));
+      const slot = await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs).catch(async (error: unknown) => {
+        await Promise.all(counted.map((window) => this.#windows.uncount(window)));
+        throw error;
+      });
       live = await this.#answer(slot, session, request, client, source, receivedAt);
     } catch (error) {
+      // Over the address's limit: the session's minute keeps no trace of a question that never ran.
+      if (isAppError(error) && error.status === 429 && counted.length === 1 && client.ip) await this.#windows.uncount(counted[0]!);
       await queries.releaseInFlight(this.#db, session.session_id);
       throw error;
     }
@@ -270,16 +278,23 @@ export class ChatService implements LeasedWork {
     }));
   }
 
+  /**
+   * Stores the visitor's feedback on one of their answers. Each session has
+   * one feedback per type per message (a new one replaces the old) and its
+   * own window of `public_chat_requests_per_minute` feedback posts a minute
+   * (`feedback:<session>`), apart from its questions'.
+   */
   async feedback(sessionId: string | undefined, request: FeedbackRequest, client: ClientInfo): Promise<void> {
     const session = await this.findSession(sessionId);
     if (!session) throw unauthorized(CHAT_ERRORS.feedbackSession, 'session_required');
+    const perMinute = this.#options.config.get().public_chat_requests_per_minute;
+    await this.#limit(`feedback:${session.session_id}`, client.ip, perMinute, CHAT_ERRORS.feedbackRateLimited);
     const message = await queries.findMessage(this.#db, request.feedback_id);
     if (!message || message.session_id !== session.session_id || message.role !== 'user') {
       throw notFound(CHAT_ERRORS.feedbackNotFound, 'message_not_found');
     }
     await this.#options.database.transaction(async (trx) => {
-      await queries.bumpCounters(trx, { [`feedback:${request.type}`]: 1 });
-      await queries.insertFeedback(trx, {
+      const { created } = await queries.saveFeedback(trx, {
         public_chat_message_id: message.id,
         session_id: session.session_id,
         type: request.type,
@@ -289,6 +304,7 @@ export class ChatService implements LeasedWork {
         user_agent: client.userAgent,
         now: this.#now().toISOString(),
       });
+      if (created) await queries.bumpCounters(trx, { [`feedback:${request.type}`]: 1 });
     });
   }
 
@@ -540,10 +556,10 @@ export class ChatService implements LeasedWork {
     return { success: true, response, feedback_id: row.id, error: null, sources: parseSources(row.sources) };
   }
 
-  /** Counts one request against the identifier's minute; 429 with Retry-After when over its limit. */
-  async #limit(identifier: string, clientIp: string | null, max: number, message: string = CHAT_ERRORS.rateLimited, code?: string): Promise<void> {
+  /** Counts one request against the identifier's minute; 429 with Retry-After when over its limit (the refusal stays counted, so the window shows it limited). */
+  async #limit(identifier: string, clientIp: string | null, max: number, message: string = CHAT_ERRORS.rateLimited, code?: string): Promise<WindowCount['counted']> {
     const counted = await this.#windows.count(identifier, clientIp, max);
-    if (!counted.over) return;
+    if (!counted.over) return counted.counted;
     if (identifier.startsWith('session:')) await queries.noteLimited(this.#db, identifier, this.#now().toISOString());
     throw tooManyRequests(message, counted.retryAfterSeconds, code);
   }

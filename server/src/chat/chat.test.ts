@@ -161,6 +161,9 @@ describe('public chat', () => {
     const statuses = replies.map((reply) => reply.statusCode).sort();
     expect(statuses.filter((status) => status === 200)).toHaveLength(10);
     expect(statuses.filter((status) => status === 429)).toHaveLength(4);
+    // The address refused them: their sessions' minutes keep no trace of questions that never ran.
+    const sessionWindows = await ctx.deps.database.db.selectFrom('public_chat_rate_limits').select('request_count').where('identifier', 'like', 'session:%').execute();
+    expect(sessionWindows.map((window) => window.request_count).sort()).toEqual([...Array(4).fill(0), ...Array(10).fill(1)]);
   });
 
   it('counts a window atomically under concurrency', async () => {
@@ -221,6 +224,48 @@ describe('public chat', () => {
       }
       expect((await feedback(cookie, { feedback_id: feedbackId, type: 'other', description: 'x'.repeat(2000) })).statusCode).toBe(200);
       expect((await feedback(cookie, { feedback_id: feedbackId, type: 'good', description: 'x'.repeat(500) })).statusCode).toBe(200);
+    });
+
+    const feedbackRows = () => ctx.deps.database.db.selectFrom('public_chat_feedback').selectAll().orderBy('type').execute();
+    const status = async () => (await ctx.app.inject({ method: 'GET', url: '/api/status', headers: { cookie: admin } })).json().public_chat;
+
+    it('keeps one feedback per type per message: a new one replaces the old', async () => {
+      const { cookie, feedbackId } = await answered();
+      for (const description of ['first', 'second', 'third']) {
+        expect((await feedback(cookie, { feedback_id: feedbackId, type: 'outdated', description })).statusCode).toBe(200);
+      }
+      expect((await feedback(cookie, { feedback_id: feedbackId, type: 'other', description: 'the room is wrong' })).statusCode).toBe(200);
+      const rows = await feedbackRows();
+      expect(rows.map((row) => [row.type, row.description])).toEqual([
+        ['other', 'the room is wrong'],
+        ['outdated', 'third'],
+      ]);
+      expect(await status()).toMatchObject({ feedback_count: 2, feedback_type_counts: { outdated: 1, other: 1 } });
+
+      // Twins sent at once (a double tap) end as one row, without an error.
+      const twins = await Promise.all([1, 2, 3].map((n) => feedback(cookie, { feedback_id: feedbackId, type: 'good', description: `tap ${n}` })));
+      expect(twins.map((reply) => reply.statusCode)).toEqual([200, 200, 200]);
+      expect((await feedbackRows()).filter((row) => row.type === 'good')).toHaveLength(1);
+      expect(await status()).toMatchObject({ feedback_count: 3 });
+    });
+
+    it("counts feedback against the session's own minute (feedback:<session>), apart from its questions", async () => {
+      await ctx.deps.config.update({ public_chat_requests_per_minute: 5 });
+      const { cookie, feedbackId } = await answered();
+      const replies = [];
+      for (let n = 0; n < 12; n++) replies.push(await feedback(cookie, { feedback_id: feedbackId, type: 'good', description: `post ${n}` }));
+      expect(replies.map((reply) => reply.statusCode)).toEqual([...Array(5).fill(200), ...Array(7).fill(429)]);
+      const refused = replies[5]!;
+      expect(refused.json()).toMatchObject({ success: false, code: 'rate_limited', error: CHAT_ERRORS.feedbackRateLimited });
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expect(await feedbackRows()).toEqual([expect.objectContaining({ type: 'good', description: 'post 4' })]);
+
+      const sessionId = (await ctx.deps.database.db.selectFrom('public_chat_sessions').select('session_id').executeTakeFirstOrThrow()).session_id;
+      const windows = await ctx.deps.database.db.selectFrom('public_chat_rate_limits').select(['identifier', 'request_count']).execute();
+      expect(windows).toContainEqual({ identifier: `feedback:${sessionId}`, request_count: 12 });
+      expect(windows).toContainEqual({ identifier: `session:${sessionId}`, request_count: 1 });
+      // The session's questions have their own budget still.
+      expect((await send(cookie, { message: 'Is there a cosplay repair station?' })).statusCode).toBe(200);
     });
   });
 

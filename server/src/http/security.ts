@@ -60,9 +60,12 @@ export async function signedInAdmin(auth: AuthService, request: FastifyRequest, 
 /**
  * A state-changing request from a browser carries Origin (or at least
  * Referer); when it names another site the request is refused. Requests with
- * neither header come from non-browser clients and pass. The refusal names
- * the origin it saw and the host the server believes it is, because the usual
- * cause is not an attack but a reverse proxy that drops the port from Host.
+ * neither header come from non-browser clients and pass. The site is scheme,
+ * host and port: `https://host` is another origin than the plain-HTTP server
+ * at `http://host` (behind a proxy trusted by TRUST_PROXY, the scheme is its
+ * X-Forwarded-Proto). The refusal names the origin it saw and the site the
+ * server believes it is, because the usual cause is not an attack but a
+ * reverse proxy that drops the port from Host or does not say it took HTTPS.
  */
 function checkSameOrigin(request: FastifyRequest): void {
   const header = request.headers.origin !== undefined ? 'Origin' : 'Referer';
@@ -75,14 +78,24 @@ function checkSameOrigin(request: FastifyRequest): void {
   } catch {
     // An unparseable Origin ("null" from a sandboxed frame) is never this site.
   }
-  if (origin !== null && origin !== 'null' && new URL(origin).host === new URL(site).host) return;
+  if (origin !== null && origin !== 'null' && origin === siteOrigin(site)) return;
   const seen = origin && origin !== 'null' ? origin : source.slice(0, 200);
   request.log.warn({ header, origin: seen, site, method: request.method, route: request.routeOptions.url }, 'cross-site request refused');
   throw forbidden(
     `Request refused: it comes from ${seen} (${header} header), which is not this site (${site}). ` +
-      'Behind a reverse proxy, forward the Host header with its port (nginx: proxy_set_header Host $http_host).',
+      'Behind a reverse proxy, forward the Host header with its port and the scheme ' +
+      '(nginx: proxy_set_header Host $http_host; proxy_set_header X-Forwarded-Proto $scheme) and set TRUST_PROXY.',
     'cross_site_request',
   );
+}
+
+/** The site's origin as a browser writes it (lower case, default port dropped); an unparseable Host matches nothing. */
+function siteOrigin(site: string): string | null {
+  try {
+    return new URL(site).origin;
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -25,3 +25,22 @@ export async function countInWindow(
     .returning(['request_count', 'max_requests'])
     .executeTakeFirstOrThrow();
 }
+
+/**
+ * Takes back one request counted in the identifier's window (a request
+ * refused after it was counted, before it reached the assistant). Leaves a
+ * window already emptied alone.
+ */
+export async function uncountInWindow(db: Db, window: { identifier: string; window_start: string; now: string }): Promise<void> {
+  await db
+    .updateTable('public_chat_rate_limits')
+    .set((eb) => ({
+      request_count: eb('request_count', '-', 1),
+      limited: eb(eb('request_count', '-', 1), '>', eb.ref('max_requests')).$castTo<boolean>(),
+      updated_at: window.now,
+    }))
+    .where('identifier', '=', window.identifier)
+    .where('window_start', '=', window.window_start)
+    .where('request_count', '>', 0)
+    .execute();
+}

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
-import { countInWindow } from './limits.queries.ts';
+import { countInWindow, uncountInWindow } from './limits.queries.ts';
 
 /** A span of time requests are counted in. */
 export interface TimeWindow {
@@ -27,6 +27,8 @@ export interface WindowCount {
   over: boolean;
   /** Seconds until the window ends (for Retry-After). */
   retryAfterSeconds: number;
+  /** The identifier and window this request was counted in, to take it back (`uncount`). */
+  counted: { identifier: string; windowStart: Date };
 }
 
 /**
@@ -56,7 +58,22 @@ export class WindowCounter {
       max_requests: max,
       now: now.toISOString(),
     });
-    return { count: request_count, max, over: request_count > max, retryAfterSeconds: (window.end.getTime() - now.getTime()) / 1000 };
+    return {
+      count: request_count,
+      max,
+      over: request_count > max,
+      retryAfterSeconds: (window.end.getTime() - now.getTime()) / 1000,
+      counted: { identifier, windowStart: window.start },
+    };
+  }
+
+  /** Takes back a request `count` counted, in the window it was counted in (even when a new one has begun since). */
+  async uncount(counted: WindowCount['counted']): Promise<void> {
+    await uncountInWindow(this.#database.db, {
+      identifier: counted.identifier,
+      window_start: counted.windowStart.toISOString(),
+      now: this.#clock.now().toISOString(),
+    });
   }
 }
 

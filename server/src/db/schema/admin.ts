@@ -22,11 +22,13 @@ export interface AdminSessionTable {
   absolute_expires_at: string;
 }
 
-/** Failed sign-in attempts in the current window, keyed by client IP or username+IP. */
+/** Failed sign-in attempts in the current window, keyed by client IP, username+IP, account or device. */
 export interface LoginThrottleTable {
   key: string;
   window_start: string;
   failures: number;
+  /** An account's next attempt from an unknown device waits until then (null: no wait). */
+  blocked_until: string | null;
 }
 
 /** Process-wide values kept in the database (e.g. the generated session secret). */

@@ -76,7 +76,7 @@ export interface PublicChatFeedbackTable {
 
 export interface PublicChatRateLimitTable {
   id: Generated<number>;
-  /** `session:<id>` or `ip:<address>` (DESIGN §7). */
+  /** `session:<id>` or `ip:<address>` (DESIGN §7); also `feedback:<session id>` (feedback posts) and `verify:<address>` (verification attempts). */
   identifier: string;
   client_ip: string | null;
   window_start: string;
