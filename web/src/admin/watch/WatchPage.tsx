@@ -1,10 +1,9 @@
 import { PUBLIC_CHAT_CONTEXT, WATCH_MAX_ITEMS, type WatchMessage } from '@concierge/contract';
-import { formatPeopleTime } from '@concierge/contract/people-time';
 import LockOutlined from '@mui/icons-material/LockOutlined';
 import PublicOutlined from '@mui/icons-material/PublicOutlined';
-import { Alert, Box, Button, Card, CardContent, Chip, Stack, Tooltip, Typography } from '@mui/material';
+import { Alert, Box, Button, Card, CardContent, Chip, Stack, Typography } from '@mui/material';
 import { Page } from '../../app/Layout.tsx';
-import { runtimeConfig } from '../../app/runtime-config.ts';
+import { DateTime } from '../../components/DateTime.tsx';
 import { WATCH_TEXTS, useWatchFeed, type WatchState } from './use-watch-feed.ts';
 
 const STATE_LABELS: Record<WatchState, { label: string; color: 'default' | 'success' | 'error' }> = {
@@ -12,17 +11,6 @@ const STATE_LABELS: Record<WatchState, { label: string; color: 'default' | 'succ
   open: { label: 'Live', color: 'success' },
   closed: { label: 'Disconnected', color: 'error' },
 };
-
-/** DESIGN §9 "Times shown to people": the convention's zone, 24-hour, its abbreviation; the raw value on hover. */
-function Time({ iso }: { iso: string }) {
-  return (
-    <Tooltip title={iso}>
-      <Typography component="time" dateTime={iso} variant="body2" color="text.secondary" sx={{ whiteSpace: 'nowrap' }}>
-        {formatPeopleTime(iso, runtimeConfig.timeZone)}
-      </Typography>
-    </Tooltip>
-  );
-}
 
 function StateChip({ state }: { state: string }) {
   const color = state === 'completed' ? 'success' : state === 'failed' ? 'error' : 'default';
@@ -47,7 +35,9 @@ function WatchCard({ message }: { message: WatchMessage }) {
           {publicChat && <Chip size="small" variant="outlined" icon={<PublicOutlined />} label="Public chat" />}
           <StateChip state={message.state} />
           <Box sx={{ flexGrow: 1 }} />
-          <Time iso={message.created_at} />
+          <Typography variant="body2" color="text.secondary" sx={{ whiteSpace: 'nowrap' }}>
+            <DateTime value={message.created_at} />
+          </Typography>
         </Stack>
         <Typography variant="body2" sx={{ fontWeight: 600, whiteSpace: 'pre-wrap', overflowWrap: 'anywhere' }} data-testid="watch-prompt">
           {message.prompt}
