@@ -1,7 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeDiscord, type FakeDiscord, type FakeInteraction } from '@concierge/server/src/test-support/fake-discord/fake-discord.ts';
-import { launchBrowser, newPage, screenshot, signInAs, startProduct, type Product } from './support.ts';
+import { axeViolations } from './axe.ts';
+import { launchBrowser, newPage, screenshot, signInAs, startProduct, VIEWPORTS, type Product } from './support.ts';
 
 const toast = (page: Page, text: string | RegExp) => page.locator('#notistack-snackbar').filter({ hasText: text }).first();
 const CLOSED_NOTICE = 'WebSocket connection closed. Please refresh the page to reconnect.';
@@ -120,14 +121,27 @@ describe('the Watch screen', () => {
     await context.close();
   });
 
-  it('closes the feed when the admin signs out in another tab', async () => {
-    const { context, page } = await newPage(browser, 'phone');
-    await signInAs(page, product.url);
-    await page.goto(`${product.url}/ui/admin/watch`);
-    await expect.poll(() => page.getByTestId('watch-state').textContent()).toBe('Live');
-    await page.request.post(`${product.url}/logout`);
-    await expect.poll(() => page.getByTestId('watch-state').textContent()).toBe('Disconnected');
-    await toast(page, CLOSED_NOTICE).waitFor();
-    await context.close();
+  it('has no axe violations at 390 and 1280 px, light and dark, and closes the feed when the admin signs out in another tab', async () => {
+    for (const [viewport, scheme] of [['phone', 'dark'], ['desktop', 'light']] as const) {
+      // axe is injected as an inline script, which the product's CSP refuses.
+      const context = await browser.newContext({ viewport: VIEWPORTS[viewport], deviceScaleFactor: 1, colorScheme: scheme, bypassCSP: true });
+      const page = await context.newPage();
+      await signInAs(page, product.url);
+      await page.goto(`${product.url}/ui/admin/watch`);
+      await expect.poll(() => page.getByTestId('watch-state').textContent()).toBe('Live');
+      const at = new Date().toISOString();
+      const event = { source: 'discord', session_id: null, message_id: null, ask_command_id: 99, user_id: '42', username: 'carol', global_name: 'Carol', interaction_id: '4242', context: 'guild', prompt: 'Is the cafe open?', error: null, state: 'completed', step: 'list_message', run_id: null, run_status: 'completed', thread_id: null, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, processing_duration_ms: 10, created_at: at } as const;
+      product.server.deps.events.publish('answer', { ...event, private: true, response: 'Until 18:00.' });
+      product.server.deps.events.publish('answer', { ...event, source: 'public_chat', session_id: 'abcdefgh12345678', private: false, response: null, state: 'failed', error: 'No answer within 110 s' });
+      await expect.poll(() => page.getByRole('listitem').count()).toBe(2);
+      expect(await axeViolations(page)).toEqual([]);
+      await screenshot(page, `watch-${scheme}-${viewport}`);
+      if (viewport === 'phone') {
+        await page.request.post(`${product.url}/logout`);
+        await expect.poll(() => page.getByTestId('watch-state').textContent()).toBe('Disconnected');
+        await toast(page, CLOSED_NOTICE).waitFor();
+      }
+      await context.close();
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { PUBLIC_CHAT_CONTEXT, WATCH_MAX_ITEMS, type WatchMessage } from '@concierge/contract';
 import LockOutlined from '@mui/icons-material/LockOutlined';
 import PublicOutlined from '@mui/icons-material/PublicOutlined';
-import { Alert, Box, Button, Card, CardContent, Chip, Stack, Typography } from '@mui/material';
+import { Alert, Box, Button, Card, CardContent, Chip, Stack, Typography, type Theme } from '@mui/material';
 import { Page } from '../../app/Layout.tsx';
 import { DateTime } from '../../components/DateTime.tsx';
 import { WATCH_TEXTS, useWatchFeed, type WatchState } from './use-watch-feed.ts';
@@ -11,6 +11,9 @@ const STATE_LABELS: Record<WatchState, { label: string; color: 'default' | 'succ
   open: { label: 'Live', color: 'success' },
   closed: { label: 'Disconnected', color: 'error' },
 };
+
+/** The light scheme's orange under a white label is 3.1:1: the Private chip takes a darker amber there (5:1). */
+const PRIVATE_CHIP = (theme: Theme) => theme.applyStyles('light', { bgcolor: '#b45309', color: '#ffffff', '& .MuiChip-icon': { color: '#ffffff' } });
 
 function StateChip({ state }: { state: string }) {
   const color = state === 'completed' ? 'success' : state === 'failed' ? 'error' : 'default';
@@ -31,7 +34,7 @@ function WatchCard({ message }: { message: WatchMessage }) {
           <Typography variant="body2" color="text.secondary" sx={{ fontFamily: 'monospace', wordBreak: 'break-all' }} data-testid="watch-user-id">
             {message.user_id}
           </Typography>
-          {message.private && <Chip size="small" color="warning" icon={<LockOutlined />} label="Private" />}
+          {message.private && <Chip size="small" color="warning" icon={<LockOutlined />} label="Private" sx={PRIVATE_CHIP} />}
           {publicChat && <Chip size="small" variant="outlined" icon={<PublicOutlined />} label="Public chat" />}
           <StateChip state={message.state} />
           <Box sx={{ flexGrow: 1 }} />
