@@ -8,11 +8,9 @@
 // A suite that cannot run is reported as skipped with the reason; with CI=true
 // a skipped suite fails the run. Extra arguments go to Vitest
 // (`npm test -- server/src/auth`).
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
-import { buildWebIfStale, ROOT, run } from './lib.mjs';
+import { buildWebIfStale, ROOT, run, withFreshPostgres } from './lib.mjs';
 
 const inCi = process.env.CI === 'true' || process.env.CI === '1';
 const extraArgs = process.argv.slice(2);
@@ -28,42 +26,13 @@ const record = (suite, outcome, detail = '') => results.push({ suite, outcome, d
 record('server on SQLite', (await vitest('server-sqlite')) === 0 ? 'passed' : 'FAILED');
 
 // 2. Server on PostgreSQL.
-const LOCAL_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
-async function canConnect(url) {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
-async function withAdmin(fn) {
-  const client = new pg.Client({ connectionString: LOCAL_PG });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 if (process.env.TEST_DATABASE_URL) {
   const code = await vitest('server-postgres', { TEST_DATABASE_URL: process.env.TEST_DATABASE_URL });
   record('server on PostgreSQL', code === 0 ? 'passed' : 'FAILED', 'TEST_DATABASE_URL');
-} else if (await canConnect(LOCAL_PG)) {
-  const name = `concierge_test_${randomBytes(4).toString('hex')}`;
-  await withAdmin((client) => client.query(`create database ${name}`));
-  try {
-    const code = await vitest('server-postgres', { TEST_DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${name}` });
-    record('server on PostgreSQL', code === 0 ? 'passed' : 'FAILED', `fresh database ${name} on 127.0.0.1:5432`);
-  } finally {
-    await withAdmin((client) => client.query(`drop database if exists ${name} with (force)`)).catch(() => {});
-  }
 } else {
-  record('server on PostgreSQL', 'skipped', 'no TEST_DATABASE_URL and no PostgreSQL at 127.0.0.1:5432 (user postgres)');
+  const outcome = await withFreshPostgres((url) => vitest('server-postgres', { TEST_DATABASE_URL: url }));
+  if (outcome) record('server on PostgreSQL', outcome.result === 0 ? 'passed' : 'FAILED', outcome.where);
+  else record('server on PostgreSQL', 'skipped', 'no TEST_DATABASE_URL and no PostgreSQL at 127.0.0.1:5432 (user postgres)');
 }
 
 // 3. Browser tests.
