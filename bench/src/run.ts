@@ -8,6 +8,7 @@
  *   npm run bench -- lists sessions   the list benchmark on tables whose name contains "sessions"
  *   npm run bench -- chat quick   the chat hot path with 20 sessions and short rounds (options: see chat-bench.ts)
  *   npm run bench -- burst 2000   the overload burst with 2,000 questions instead of 10,000
+ *   npm run bench -- delay quick  the answer delay at 2 s of provider latency only (the whole takes about 3 minutes)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,10 +17,13 @@ import { benchBurst } from './burst-bench.ts';
 import { benchChat, chatBenchOptions } from './chat-bench.ts';
 import { benchChatPage } from './chat-page.ts';
 import { benchCrawl } from './crawl-bench.ts';
+import { benchDelay, delayBenchOptions } from './delay-bench.ts';
 import { formatResult, passed, type BenchResult } from './report.ts';
 import { availableEngines, sqliteEngine } from './engines.ts';
 import { benchLists } from './list-bench.ts';
 import { benchStatus } from './status-bench.ts';
+import { benchUploads } from './upload-bench.ts';
+import { benchUsers } from './users-bench.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -63,9 +67,29 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     },
   },
   {
+    // How late answers arrive after the provider finishes, streamed and polled, at 2 s and 60 s of provider latency.
+    name: 'delay',
+    run: async () => {
+      const options = delayBenchOptions(process.argv.slice(3));
+      for (const engine of await availableEngines('the answer delay')) await benchDelay(engine, report, options);
+    },
+  },
+  {
     name: 'crawl',
     run: async () => {
       for (const engine of await availableEngines('the crawl')) await benchCrawl(engine, report);
+    },
+  },
+  {
+    // 100 parallel 20 MB uploads: the server's memory and /healthz (npm run bench -- uploads).
+    name: 'uploads',
+    run: () => benchUploads(report),
+  },
+  {
+    // The Users page with its stats: 100,000 users, a million ask commands (npm run bench -- users).
+    name: 'users',
+    run: async () => {
+      for (const engine of await availableEngines('the users page')) await benchUsers(engine, report);
     },
   },
   {

@@ -235,6 +235,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       events,
       timeZone: () => crawler.timeZone(),
       productName: env.PRODUCT_NAME,
+      pausedByBudget: () => pipeline.budgetPaused(),
+      refreshBudget: () => budget.refresh(),
     });
     askWorker.setFront(discord);
     const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, discord, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings, counters }, events);

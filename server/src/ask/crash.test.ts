@@ -78,7 +78,8 @@ describe('a server killed mid-answer', () => {
   const servers: Server[] = [];
 
   beforeAll(async () => {
-    fake = await startFakeOpenAI({ knobs: { runDurationMs: 4000 } });
+    // Runs long enough that none ends before the twentieth has started and the process is killed, even on a busy machine.
+    fake = await startFakeOpenAI({ knobs: { runDurationMs: 12_000 } });
     if (testDatabaseKind() === 'postgres') {
       // The server process opens its own connections, so it gets a database of its own.
       const base = process.env.TEST_DATABASE_URL!;

@@ -74,7 +74,7 @@ describe('the run poller', () => {
 
   it('keeps 500 runs in flight within the status-check budget and delivers each within the poll interval', async () => {
     const RUNS = 500;
-    const BUDGET = 50; // checks per second: 500 runs looked at every 12 s (a little sooner, 11.75 s) need 43
+    const BUDGET = 60; // checks per second: 500 runs looked at every 12 s (a little sooner, 11.5 s) need 44; the rest absorbs a busy machine
     const INTERVAL_MS = 12_000;
     const context = await start();
     await context.deps.config.update({

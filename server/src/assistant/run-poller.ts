@@ -20,11 +20,11 @@ interface Watched {
 
 /**
  * A run is looked at this much sooner than its poll interval (a tenth of it,
- * at most 250 ms), so that the look that sees it finished *and* reading its
+ * at most half a second), so that the look that sees it finished *and* reading its
  * answer fit inside the interval.
  */
 const SOONER_FRACTION = 0.1;
-const SOONER_MAX_MS = 250;
+const SOONER_MAX_MS = 500;
 /** The shortest wait between looks at one run, whatever the interval. */
 const MIN_PERIOD_MS = 50;
 

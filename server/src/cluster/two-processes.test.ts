@@ -1,11 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEnv } from '../config/env.ts';
-import { createDeps, type Deps } from '../deps.ts';
 import { openDatabase, type Database } from '../db/database.ts';
+import { startFakeDiscord, type FakeDiscord } from '../test-support/fake-discord/fake-discord.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test-support/fake-openai/fake-openai.ts';
 import { cookiesOf, createScratchDatabase, ServerProcess } from '../test-support/server-process.ts';
 import { ADMIN, testDatabaseKind } from '../test-support/test-context.ts';
@@ -16,8 +13,8 @@ import { ADMIN, testDatabaseKind } from '../test-support/test-context.ts';
  * over both, as nginx would. What one process does, the other obeys; the
  * singleton work moves to the survivor when the leader is killed.
  *
- * Still to come here, once it lands: the Discord gateway moving to the new
- * leader (register it with `deps.leadership.add('discord gateway', …)`). An
+ * The Discord gateway runs on the leader only (a fake Discord sees one
+ * IDENTIFY, then one more from the survivor after the leader is killed). An
  * answer produced on A reaching a Watch client on B is checked in
  * watch/watch-processes.test.ts.
  */
@@ -27,23 +24,24 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
   const PER_MINUTE = 2; // public_chat_requests_per_minute; the per-address limit is 10 ×
   let scratch: { url: string; drop(): Promise<void> };
   let fake: FakeOpenAI;
+  let discord: FakeDiscord;
   let feed: Awaited<ReturnType<typeof startFeed>>;
   let processes: ServerProcess[] = [];
   let database: Database;
-  let submitter: Deps | undefined;
 
   beforeAll(async () => {
     scratch = await createScratchDatabase(process.env.TEST_DATABASE_URL!);
     fake = await startFakeOpenAI({ knobs: { runDurationMs: 50 } });
+    discord = await startFakeDiscord();
     feed = await startFeed();
     database = await openDatabase(scratch.url);
   }, 30_000);
 
   afterAll(async () => {
     await Promise.all(processes.map((server) => server.stop()));
-    await submitter?.close();
     await database?.close();
     await fake?.close();
+    await discord?.close();
     await new Promise((resolve) => feed?.server.close(resolve));
     await scratch?.drop();
   }, 60_000);
@@ -58,6 +56,9 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
       CONVENTION_TIMEZONE: 'UTC',
       // The test plays the load balancer: X-Forwarded-For names the visitor.
       TRUST_PROXY: 'true',
+      DISCORD_TOKEN: discord.token,
+      DISCORD_APPLICATION_ID: discord.applicationId,
+      DISCORD_API_URL: discord.apiUrl,
     };
     // Both start at once, as a supervisor would start them: migrations and seeding are safe to race.
     const a = new ServerProcess('A', env);
@@ -68,9 +69,15 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
     // Exactly one leader. A follower keeps trying, so give both a moment to settle.
     const leader = await Promise.race([a, b].map(async (server) => (await server.waitFor((line) => line.msg!.startsWith(LEADER_MESSAGE), 'leadership'), server)));
     const follower = leader === a ? b : a;
+    await discord.waitForReady(15_000);
     await sleep(1500);
     expect(follower.has(LEADER_MESSAGE)).toBe(false);
     expect(leader.count(LEADER_MESSAGE)).toBe(1);
+    // The Discord gateway: the leader's bot only.
+    expect(discord.identifies).toBe(1);
+    expect(discord.connected).toBe(1);
+    const gatewayOn = async (server: ServerProcess) => ((await (await server.fetch('/healthz')).json()) as { discord_gateway_connected: boolean }).discord_gateway_connected;
+    expect([await gatewayOn(leader), await gatewayOn(follower)]).toEqual([true, false]);
 
     // The console signs in on one process; the session works on both.
     const json = (body: unknown) => ({ 'content-type': 'application/json', body: JSON.stringify(body) });
@@ -178,7 +185,7 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
     }
     expect(forced.every((status) => status === 200 || status === 409)).toBe(true);
 
-    // 7. Killing the leader hands the worker and the crawler to the other within 10 s.
+    // 7. Killing the leader hands the bot, the worker and the crawler to the other within 10 s.
     const leaderRunsBefore = await crawlerRuns(database);
     leader.kill('SIGKILL');
     const killedAt = Date.now();
@@ -187,29 +194,19 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
     const takeoverMs = Date.now() - killedAt;
     expect(takeoverMs).toBeLessThan(10_000);
     expect(await leads(follower)).toBe(true);
+    // The fake Discord sees the new leader's IDENTIFY (a new session, not the dead one's resumed).
+    await waitUntil(async () => (discord.identifies === 2 && discord.connected === 1) || undefined, 10_000 - (Date.now() - killedAt));
+    const botMovedMs = Date.now() - killedAt;
+    expect(await gatewayOn(follower)).toBe(true);
 
-    // An ask command submitted now (by a front on any process) is answered by the new leader's worker.
-    submitter = await createDeps(loadEnv({ ...env, LOG_LEVEL: 'silent', WEB_DIST_DIR: path.join(tmpdir(), 'no-web-build') }));
-    const submitted = await submitter.askCommands.submit({
-      user: { id: '4242', username: 'attendee', global_name: 'Attendee' },
-      prompt: 'When is the costume contest?',
-      whisper: false,
-      type: 'ask',
-      interaction: {
-        id: '900000000000000001',
-        token: 'token-1',
-        expiresAt: new Date(Date.now() + 15 * 60_000).toISOString(),
-        applicationId: null,
-        guildId: null,
-        channelId: null,
-        context: 'guild',
-      },
-    });
-    expect(submitted.status).toBe('queued');
+    // An attendee's /ask now is received by the new leader's bot, answered by its worker and delivered.
+    const asked = discord.slashCommand({ command: 'ask', options: { question: 'When is the costume contest?' }, user: discord.user('attendee') });
+    await waitUntil(async () => (asked.original && !asked.original.loading) || undefined, 10_000);
+    expect(asked.original!.content).toBeTruthy();
     const answered = await waitUntil(async () => {
-      const row = await database.db.selectFrom('ask_commands').select(['state', 'response']).where('id', '=', submitted.command.id).executeTakeFirstOrThrow();
-      return row.state === 'completed' ? row : undefined;
-    }, 10_000);
+      const row = await database.db.selectFrom('ask_commands').select(['state', 'response']).where('interaction_id', '=', asked.id).executeTakeFirst();
+      return row?.state === 'completed' ? row : undefined;
+    }, 5000);
     expect(answered.response).toBeTruthy();
 
     // The crawler ticks on the new leader.
@@ -230,7 +227,7 @@ describe.runIf(testDatabaseKind() === 'postgres')('several processes on one Post
 
     console.log(
       `two processes: pause obeyed by the other in ${pauseSeenMs} ms; ${runs.length} runs at ${runsPerSecond.toFixed(2)}/s against a shared budget of ${RATE}/s; ` +
-        `${ticks.length} scheduled and ${runsSeen.length - ticks.length} forced crawler runs, never two at once; takeover ${takeoverMs} ms after SIGKILL; ` +
+        `${ticks.length} scheduled and ${runsSeen.length - ticks.length} forced crawler runs, never two at once; takeover ${takeoverMs} ms after SIGKILL, the Discord bot reconnected from the new leader ${botMovedMs} ms after it; ` +
         `whole test ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
   }, 150_000);

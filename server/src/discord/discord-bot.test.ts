@@ -259,6 +259,32 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
   );
 
   it(
+    'shows Do Not Disturb while the spent token budget pauses it, online again once the budget is raised or the day ends',
+    async () => {
+      h = await startDiscordHarness();
+      const alice = h.discord.user('alice');
+      await expect.poll(() => h!.discord.presence?.status).toBe('online');
+      await h.configure({ daily_token_budget: 1, token_budget_action: 'pause' });
+      // The answer that spends the day's budget is delivered; then the bot shows it is not answering.
+      await h.answerOf(h.ask(alice, 'Where is the lost and found?'));
+      await expect.poll(() => h!.discord.presence).toMatchObject({ status: 'dnd', activities: [{ state: '/ask me about the con!' }] });
+      expect(h.ctx.deps.config.get().paused).toBe(false);
+      const refused = h.ask(alice, 'Where is the cosplay repair station?');
+      expect(await privateRefusal(refused)).toBe('The chat service is currently unavailable. Please try again later.');
+
+      // Raising the budget resumes it at once; lowering it again pauses it again.
+      await h.configure({ daily_token_budget: 1_000_000 });
+      await expect.poll(() => h!.discord.presence?.status).toBe('online');
+      await h.configure({ daily_token_budget: 1 });
+      await expect.poll(() => h!.discord.presence?.status).toBe('dnd');
+      // The next convention day starts with a fresh budget: online within the bot's next look (5 s), with no event to say so.
+      h.time.advance(24 * 3_600_000);
+      await expect.poll(() => h!.discord.presence?.status, { timeout: 8000 }).toBe('online');
+    },
+    BUDGET_MS,
+  );
+
+  it(
     'keeps one question in flight per user: a second is refused with discord_rate_limit_message while the first is answered',
     async () => {
       h = await startDiscordHarness({ openai: { runDurationMs: 1500 } });
@@ -367,6 +393,11 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
 
       const [answer] = await h.answerOf(h.ask(alice, 'Where is the lost and found?', { channel: lounge }));
       expect(answer).toMatchObject({ channel_id: lounge.id, ephemeral: false });
+      // A direct message is no channel of the guild: answered there, privately by nature.
+      const dm = h.discord.dmChannel(alice);
+      const [inDm] = await h.answerOf(h.ask(alice, 'Where is the lost and found?', { channel: dm }));
+      expect(inDm).toMatchObject({ channel_id: dm.id });
+      expect(inDm!.content).toContain('registration desk');
       await h.configure({ discord_allowed_channel_ids: general.id });
       await h.answerOf(h.ask(alice, 'Where is the cosplay repair station?', { channel: thread }));
     },
@@ -531,24 +562,30 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
   );
 
   it(
-    'runs the gateway in one process only: another on the same database stands by, and takes over when the first stops',
+    'runs the gateway in the leader only: a follower never connects, a new leader takes the gateway at once, and a deposed one leaves it',
     async () => {
-      h = await startDiscordHarness();
+      h = await startDiscordHarness(); // this process is the leader: its bot was started
       const env = { DISCORD_TOKEN: h.discord.token, DISCORD_APPLICATION_ID: h.discord.applicationId, DISCORD_API_URL: h.discord.apiUrl, OPENAI_API_KEY: h.openai.apiKey, OPENAI_BASE_URL: h.openai.url };
       const other = await createTestContext({ clock: h.time.clock, database: h.ctx.database, env });
       try {
-        other.deps.discord.start();
+        // A follower: its bot is not started, so it never connects, even when asked to.
         await other.deps.discord.tick();
         expect(other.deps.discord.connected).toBe(false);
+        expect(await other.deps.discord.connect()).toMatchObject({ connected: false, message: expect.stringContaining('Another server process (the leader) runs the Discord bot') });
         expect(h.discord.connected).toBe(1);
         // Every process shows the same figures: they are the database's.
         expect(await other.deps.discord.figures()).toMatchObject({ connected: true, connects: 1 });
 
-        await h.ctx.deps.discord.stop();
+        // The other becomes the leader (its leadership starts the bot) while the first still holds the gateway, as when
+        // the first lost its database connection: the new leader connects at once, without waiting for anything…
+        other.deps.discord.start();
         await other.deps.discord.tick();
         expect(other.deps.discord.connected).toBe(true);
-        expect(h.discord.connected).toBe(1);
         expect(h.discord.identifies).toBe(2);
+        // …and the deposed one leaves the gateway on its next look.
+        await h.ctx.deps.discord.tick();
+        expect(h.ctx.deps.discord.connected).toBe(false);
+        await expect.poll(() => h!.discord.connected).toBe(1);
         expect(await other.deps.discord.figures()).toMatchObject({ connected: true, connects: 2, disconnects: 1 });
         const [answer] = await h.answerOf(h.ask(h.discord.user('alice'), 'Where is the lost and found?'));
         expect(answer!.content).toContain('registration desk');
@@ -585,10 +622,16 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
           timeZone: () => 'UTC',
           productName: 'Con Concierge',
         });
+      // Each runs as the leader's bot would (started), so it tries to connect.
+      const leaderBotWith = (token: string) => {
+        const bot = botWith(token);
+        bot.start();
+        return bot;
+      };
       const status = async () => (await ctx.app.inject({ method: 'GET', url: '/api/status', headers: { cookie: await signIn(ctx.app) } })).json();
       const errors = () => lines.filter((line) => line.level === 50).map((line) => line.msg);
       try {
-        const refused = botWith('not-the-token');
+        const refused = leaderBotWith('not-the-token');
         await refused.tick();
         const reason = 'Discord refused the bot token (401 Unauthorized): check DISCORD_TOKEN.';
         expect(errors()).toEqual([`Discord bot cannot connect: ${reason}`]);
@@ -601,13 +644,13 @@ describe('the Discord bot, end to end through discord.js and a fake Discord', ()
         await refused.stop();
 
         discord.knobs.sessionStartRemaining = 0;
-        const limited = botWith(discord.token);
+        const limited = leaderBotWith(discord.token);
         await limited.tick();
         expect((await limited.figures()).reason).toMatch(/^Discord's limit of gateway session starts is used up: Not enough sessions remaining/);
         await limited.stop();
 
         await discord.close();
-        const unreachable = botWith(discord.token);
+        const unreachable = leaderBotWith(discord.token);
         await unreachable.tick();
         const unreachableReason = (await unreachable.figures()).reason!;
         expect(unreachableReason.startsWith(`Could not reach Discord at ${discord.apiUrl}: `)).toBe(true);

@@ -17,7 +17,6 @@ import {
 import type { Logger } from 'pino';
 import type { AskCommandRow } from '../ask/ask-commands.queries.ts';
 import type { AskCommandService } from '../ask/ask-commands.service.ts';
-import { LEASE_MS, LEASE_RENEW_MS } from '../ask/ask-pipeline.ts';
 import type { AskCommandFront, Delivery } from '../ask/ask-worker.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
@@ -39,12 +38,18 @@ const CONNECT_TIMEOUT_MS = 30_000;
 /** Waits between connection attempts after a failure: 5 s, doubling, at most 5 minutes. */
 const RETRY_FIRST_MS = 5000;
 const RETRY_MAX_MS = 5 * 60_000;
+/** Configuration fields the presence depends on. */
+const PRESENCE_FIELDS = ['paused', 'discord_custom_status', 'daily_token_budget', 'token_budget_action'] as const;
+/** How often the leader's bot looks again (retries, an operator's Connect or Disconnect on another process). */
+const TICK_MS = 5000;
+/** The Status screen takes the gateway's holder for gone this long after its last look. */
+const HEARTBEAT_MS = 15_000;
 
 export const NOT_CONFIGURED = 'Discord is not configured: set DISCORD_TOKEN and DISCORD_APPLICATION_ID.';
 export const GATEWAY_REASONS = {
   disabled: 'The gateway is switched off on the Config screen (discord_gateway_enabled).',
   operator: 'Disconnected from the console: press Connect on the Commands screen to connect again.',
-  elsewhere: 'Another server process runs the Discord bot.',
+  elsewhere: 'Another server process (the leader) runs the Discord bot.',
   stopped: 'The server stopped.',
   reconnecting: 'The gateway connection dropped; reconnecting.',
 } as const;
@@ -84,6 +89,10 @@ export interface DiscordBotOptions {
   events: EventBus;
   timeZone: () => string;
   productName: string;
+  /** The day's token budget is spent and the operator chose to pause (the ask pipeline's own test): Do Not Disturb too. */
+  pausedByBudget?: () => boolean;
+  /** Reads the day's spending again (another process may have spent the budget). */
+  refreshBudget?: () => Promise<void>;
 }
 
 class GatewayClosedError extends Error {
@@ -97,9 +106,10 @@ class GatewayClosedError extends Error {
 /**
  * The Discord bot: a thin adapter on discord.js. It connects when
  * DISCORD_TOKEN and DISCORD_APPLICATION_ID are set and
- * `discord_gateway_enabled` is on — in one process only, the one holding the
- * gateway's lease in the database (the others stand by and take over within
- * ~20 s if it stops) — and says why when it cannot. It keeps its counters in
+ * `discord_gateway_enabled` is on — in the leader only: it is leader work
+ * (cluster/leadership.ts), started when this process becomes the leader and
+ * stopped when it stops being it, so when the leader dies the next one
+ * connects as soon as it takes over — and says why when it cannot. It keeps its counters in
  * the database, follows the configuration at once (presence, Do Not Disturb
  * while paused, the commands' texts), hands interactions to the
  * InteractionHandler and delivers ask command outcomes through the stored
@@ -120,8 +130,13 @@ export class DiscordBot implements AskCommandFront {
   /** The recording of the latest (re)connection, awaited before a connect reports back. */
   #recordingUp: Promise<void> = Promise.resolve();
   #connected = false;
+  /** This process runs the bot (it is the leader). */
   #leader = false;
+  /** The gateway has been marked as this process's since it became the leader. */
+  #taken = false;
   #halted: string | null = null;
+  /** The presence this connection last sent (status and text). */
+  #presence = '';
   #failures = 0;
   #retryAt = 0;
   #tail: Promise<unknown> = Promise.resolve();
@@ -177,18 +192,24 @@ export class DiscordBot implements AskCommandFront {
     return this.#o.database.db;
   }
 
-  /** Starts following the gateway's lease and the configuration; connects when it should. */
+  /**
+   * This process runs the bot (it became the leader): takes the gateway,
+   * follows the configuration and connects when it should, checking again
+   * every 5 s (retries, an operator's Connect on another process).
+   */
   start(): void {
     if (this.#loop) return;
     if (!this.configured) {
       this.#o.logger.info(`Discord bot is off. ${NOT_CONFIGURED}`);
       return;
     }
+    this.#leader = true;
+    this.#taken = false;
     const { config, events } = this.#o;
     this.#unsubscribe.push(
       config.onChange(({ changed }) => {
         if (changed.includes('discord_gateway_enabled')) void this.tick();
-        if (changed.includes('paused') || changed.includes('discord_custom_status')) this.#applyPresence();
+        if (changed.some((field) => (PRESENCE_FIELDS as readonly string[]).includes(field))) void this.#presenceAfterBudget();
         if (changed.some((field) => (COMMAND_FIELDS as readonly string[]).includes(field))) {
           this.registerCommands().catch((error: unknown) => this.#o.logger.error({ err: error }, 'could not register the changed commands'));
         }
@@ -196,20 +217,24 @@ export class DiscordBot implements AskCommandFront {
       events.subscribe('crawler_run', (run) => {
         if (run.changes?.length) void this.notifier.scheduleChanges(run.changes);
       }),
-      events.subscribe('budget_exhausted', (event) => void this.notifier.budgetSpent(event)),
+      events.subscribe('budget_exhausted', (event) => {
+        void this.notifier.budgetSpent(event);
+        void this.#presenceAfterBudget();
+      }),
     );
     const stop = new AbortController();
     this.#stop = stop;
     this.#loop = (async () => {
       while (!stop.signal.aborted) {
         await this.tick();
-        await this.#o.clock.sleep(LEASE_RENEW_MS, stop.signal).catch(() => {});
+        await this.#o.clock.sleep(TICK_MS, stop.signal).catch(() => {});
       }
     })();
   }
 
-  /** Leaves the gateway and lets another process take it at once. Deliveries keep working (they need no gateway). */
+  /** Leaves the gateway (this process stopped being the leader, or is stopping). Deliveries keep working (they need no gateway). */
   async stop(): Promise<void> {
+    this.#leader = false;
     this.#stop?.abort();
     await this.#loop;
     this.#loop = undefined;
@@ -220,16 +245,28 @@ export class DiscordBot implements AskCommandFront {
   }
 
   /**
-   * One look: keeps (or takes) the gateway's lease, then connects or
-   * disconnects as the configuration and the operator want. Never throws.
+   * One look, in the leader: marks the gateway as this process's (its
+   * heartbeat for the Status screen), then connects or disconnects as the
+   * configuration and the operator want. Elsewhere it only makes sure no
+   * connection is left. Never throws.
    */
   tick(): Promise<void> {
     return this.#serial(async () => {
       if (!this.configured) return;
       try {
-        const now = this.#o.clock.now();
-        this.#leader = await queries.claimGateway(this.#db, { owner: this.#o.owner, until: new Date(now.getTime() + LEASE_MS).toISOString(), now: now.toISOString() });
         if (!this.#leader) {
+          if (this.#client) await this.#close(GATEWAY_REASONS.elsewhere);
+          return;
+        }
+        const now = this.#o.clock.now();
+        const claim = { owner: this.#o.owner, until: new Date(now.getTime() + HEARTBEAT_MS).toISOString(), now: now.toISOString() };
+        if (!this.#taken) {
+          await queries.takeGateway(this.#db, claim);
+          this.#taken = true;
+        } else if (!(await queries.renewGateway(this.#db, claim))) {
+          // Another process took the gateway: this one is no longer the leader, whatever it last heard.
+          this.#leader = false;
+          this.#o.logger.warn('another process took the Discord gateway; leaving it');
           if (this.#client) await this.#close(GATEWAY_REASONS.elsewhere);
           return;
         }
@@ -240,6 +277,8 @@ export class DiscordBot implements AskCommandFront {
           return;
         }
         if (!this.#client && now.getTime() >= this.#retryAt) await this.#open().catch(() => {});
+        // A budget pause ends at the convention's midnight without an event: each look keeps the presence right.
+        this.#applyPresence();
       } catch (error) {
         this.#o.logger.error({ err: error }, 'Discord gateway check failed');
       }
@@ -257,7 +296,7 @@ export class DiscordBot implements AskCommandFront {
     this.#retryAt = 0;
     await this.tick();
     if (this.#connected) return { success: true, connected: true, message: 'Connected to Discord' };
-    if (!this.#leader) return { success: true, connected: false, message: `${GATEWAY_REASONS.elsewhere} It connects within ${LEASE_RENEW_MS / 1000} s.` };
+    if (!this.#leader) return { success: true, connected: false, message: `${GATEWAY_REASONS.elsewhere} It connects within ${TICK_MS / 1000} s.` };
     const figures = await this.figures();
     throw new AppError(502, 'discord_connect_failed', `Could not connect to Discord: ${figures.reason ?? 'unknown reason'}`);
   }
@@ -293,7 +332,7 @@ export class DiscordBot implements AskCommandFront {
     const row = await queries.gatewayRow(this.#db, this.#o.clock.now().toISOString());
     const counters = { messages_handled: row.messages_handled, connects: row.connects, disconnects: row.disconnects };
     if (!this.configured) return { ...counters, configured: false, connected: false, state: 'off', reason: NOT_CONFIGURED, connected_at: null };
-    // A holder whose lease ran out is gone, whatever it last wrote.
+    // A holder whose heartbeat ran out is gone, whatever it last wrote (a new leader writes its own at once).
     const alive = row.lease_expires_at !== null && Date.parse(row.lease_expires_at) > this.#o.clock.now().getTime();
     return {
       ...counters,
@@ -386,7 +425,7 @@ export class DiscordBot implements AskCommandFront {
       await this.#count({ connects: 1 });
       await this.#setState('connected', null, this.#o.clock.now().toISOString());
       // A new session starts with IDENTIFY's presence (online, no status): set ours again.
-      this.#applyPresence();
+      this.#applyPresence(true);
       this.#o.logger.info({ how, user: client.user?.tag }, how === 'ready' ? 'Discord bot connected' : 'Discord gateway session resumed');
       if (how === 'ready') {
         void this.notifier.connected(client.user?.username ?? 'the bot');
@@ -453,17 +492,32 @@ export class DiscordBot implements AskCommandFront {
     void this.#serial(() => this.#close(reason));
   }
 
-  /** Presence from the configuration: the custom status, Do Not Disturb while paused. */
-  #applyPresence(): void {
+  /**
+   * Presence from the configuration: the custom status, Do Not Disturb while
+   * paused — by the operator, or by the day's spent token budget when its
+   * action is `pause`. Sent only when it differs from what this connection
+   * last sent (`force`: a new session starts online, without a status).
+   */
+  #applyPresence(force = false): void {
     const client = this.#client;
     if (!client?.user || !this.#connected) return;
     const config: RuntimeConfig = this.#o.config.get();
     const text = config.discord_custom_status.trim();
+    const status = config.paused || this.#o.pausedByBudget?.() ? 'dnd' : 'online';
+    const key = `${status}\n${text}`;
+    if (!force && key === this.#presence) return;
     try {
-      client.user.setPresence({ status: config.paused ? 'dnd' : 'online', activities: text ? [{ type: ActivityType.Custom, name: 'Custom Status', state: text }] : [] });
+      client.user.setPresence({ status, activities: text ? [{ type: ActivityType.Custom, name: 'Custom Status', state: text }] : [] });
+      this.#presence = key;
     } catch (error) {
       this.#o.logger.warn({ err: error }, 'could not set the presence');
     }
+  }
+
+  /** The presence once the day's spending is read again (a budget edit, or another process found it spent). */
+  async #presenceAfterBudget(): Promise<void> {
+    await this.#o.refreshBudget?.().catch(() => {});
+    this.#applyPresence();
   }
 
   async #registerIfChanged(): Promise<void> {

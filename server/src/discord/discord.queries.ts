@@ -17,19 +17,22 @@ export async function gatewayRow(db: Db, now: string) {
 export type GatewayRow = Awaited<ReturnType<typeof gatewayRow>>;
 
 /**
- * Takes or keeps the gateway for `owner` until `until`: succeeds when nobody
- * holds it, the owner already does, or the holder's lease ran out. Only the
- * holder connects to Discord, so two processes never answer the same
- * interaction.
+ * Marks the gateway as `owner`'s: the leader (cluster/leadership.ts) takes it
+ * when it starts the bot, whoever held it before (a dead leader's process
+ * no longer writes), until `until` — a heartbeat the Status screen reads,
+ * not a lease anyone waits for.
  */
-export async function claimGateway(db: Db, claim: { owner: string; until: string; now: string }): Promise<boolean> {
+export async function takeGateway(db: Db, claim: { owner: string; until: string; now: string }): Promise<void> {
   await gatewayRow(db, claim.now);
-  const result = await db
-    .updateTable('discord_gateway')
-    .set({ owner: claim.owner, lease_expires_at: claim.until })
-    .where('id', '=', ROW)
-    .where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '=', claim.owner), eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', claim.now)]))
-    .executeTakeFirst();
+  await db.updateTable('discord_gateway').set({ owner: claim.owner, lease_expires_at: claim.until }).where('id', '=', ROW).execute();
+}
+
+/**
+ * Renews the holder's heartbeat; false when another process has taken the
+ * gateway meanwhile (this one lost the leadership and must leave it).
+ */
+export async function renewGateway(db: Db, claim: { owner: string; until: string }): Promise<boolean> {
+  const result = await db.updateTable('discord_gateway').set({ lease_expires_at: claim.until }).where('id', '=', ROW).where('owner', '=', claim.owner).executeTakeFirst();
   return Number(result.numUpdatedRows) > 0;
 }
 

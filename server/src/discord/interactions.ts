@@ -25,7 +25,7 @@ export const INTERACTION_TOKEN_MS = 15 * 60_000;
 export const BOT_TEXTS = {
   forgot: 'Done! Your next question starts a new conversation.',
   wrongChannel: (channels: string[]) =>
-    `Sorry, I only answer questions in ${channels.slice(0, 10).map((id) => `<#${id}>`).join(', ')}${channels.length > 10 ? ' and a few other channels' : ''}. Ask me there, or use /whisper there for a private answer.`,
+    `Sorry, I only answer questions in ${channels.slice(0, 10).map((id) => `<#${id}>`).join(', ')}${channels.length > 10 ? ' and a few other channels' : ''}. Ask me there (/whisper for a private answer), or in a direct message to me.`,
   length: (min: number, max: number, length: number) => `Please ask in ${min} to ${max} characters (yours has ${length}).`,
   feedbackGone: 'This answer no longer takes feedback.',
   feedbackClosed: 'Feedback is closed for now. Thank you all the same!',
@@ -125,9 +125,15 @@ export class InteractionHandler {
     return { id: user.id, username: user.username, global_name: user.globalName, bot: user.bot, donated: donorRole ? memberRoles(interaction.member).includes(donorRole) : false };
   }
 
+  /**
+   * The allowed channels when this interaction is outside them, else null.
+   * The list is about the guild's channels (where public answers may
+   * appear); a direct message with the bot is no channel of the guild and
+   * private by nature, so it is always answered.
+   */
   #channelAllowed(interaction: Interaction, config: RuntimeConfig): string[] | null {
     const allowed = discordIdList(config.discord_allowed_channel_ids);
-    if (allowed.length === 0) return null;
+    if (allowed.length === 0 || !interaction.inGuild()) return null;
     const channel = interaction.channel;
     const parentId = channel && 'parentId' in channel ? channel.parentId : null;
     return [interaction.channelId, parentId].some((id) => id && allowed.includes(id)) ? null : allowed;

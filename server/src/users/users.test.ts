@@ -78,6 +78,18 @@ describe('users, their history and the Discord lists (API)', () => {
     }
   });
 
+  it('leaves deleted users out of the page and the total, both ways round', async () => {
+    await people();
+    await db().updateTable('users').set({ deleted_at: NOW.toISOString() }).where('id', '=', '300').execute();
+    const asc = await get('/api/users');
+    expect(asc.headers['x-total-count']).toBe('2');
+    expect(asc.json().map((user: { username: string }) => user.username)).toEqual(['alice', 'charlie']);
+    const desc = await get('/api/users?order=desc&limit=1&offset=1');
+    expect(desc.headers['x-total-count']).toBe('2');
+    expect(desc.json().map((user: { username: string }) => user.username)).toEqual(['alice']);
+    expect((await get('/api/status')).json().users_seen).toBe(2);
+  });
+
   it('shows a user\'s history with the votes on each answer', async () => {
     await people();
     const first = await command('200', 2 * HOUR, { prompt: 'Where is Hall B?', response: 'East wing.', whisper: true });

@@ -7,7 +7,6 @@ export interface AdminScreen {
   page: LazyExoticComponent<ComponentType<{ title: string }>>;
 }
 
-const comingSoon = lazy(() => import('./placeholder/ComingSoonPage.tsx'));
 const crawlerRuns = lazy(() => import('./crawler/CrawlerRunsPage.tsx'));
 const status = lazy(() => import('./status/StatusPage.tsx'));
 const commands = lazy(() => import('./commands/CommandsPage.tsx'));
@@ -17,6 +16,7 @@ const sessions = lazy(() => import('./public-chat/SessionsPage.tsx'));
 const rateLimits = lazy(() => import('./public-chat/RateLimitsPage.tsx'));
 const providerLogs = lazy(() => import('./public-chat/ProviderLogsPage.tsx'));
 const crawlerEvents = lazy(() => import('./crawler/CrawlerEventsPage.tsx'));
+const watch = lazy(() => import('./watch/WatchPage.tsx'));
 const users = lazy(() => import('./users/UsersPage.tsx'));
 const askCommands = lazy(() => import('./discord/AskCommandsPage.tsx'));
 const discordMessages = lazy(() => import('./discord/DiscordMessagesPage.tsx'));
@@ -27,7 +27,7 @@ export const ADMIN_SCREENS: AdminScreen[] = [
   { path: 'commands', title: 'Control Panel', page: commands },
   { path: 'config', title: 'Bot Config', page: config },
   { path: 'users', title: 'Users List', page: users },
-  { path: 'watch', title: 'Watch', page: comingSoon },
+  { path: 'watch', title: 'Watch', page: watch },
   { path: 'ask_commands', title: 'Ask Commands', page: askCommands },
   { path: 'discord_messages', title: 'Discord Messages', page: discordMessages },
   { path: 'public_chat_messages', title: 'Public Chat Messages', page: messages },

@@ -1,6 +1,6 @@
-import { CssBaseline, ThemeProvider } from '@mui/material';
+import { CssBaseline, ThemeProvider, styled } from '@mui/material';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { SnackbarProvider } from 'notistack';
+import { MaterialDesignContent, SnackbarProvider } from 'notistack';
 import { RouterProvider } from 'react-router';
 import { authKeys } from '../api/auth.ts';
 import { onUnauthorized } from '../api/client.ts';
@@ -20,12 +20,21 @@ onUnauthorized(() => {
   }
 });
 
+/** notistack's own colours put white text on 2–3:1 backgrounds; these meet WCAG AA (4.5:1) in both schemes. */
+const Toast = styled(MaterialDesignContent)({
+  '&.notistack-MuiContent-success': { backgroundColor: '#2e7d32', color: '#ffffff' },
+  '&.notistack-MuiContent-error': { backgroundColor: '#c62828', color: '#ffffff' },
+  '&.notistack-MuiContent-info': { backgroundColor: '#1565c0', color: '#ffffff' },
+  '&.notistack-MuiContent-warning': { backgroundColor: '#ffb74d', color: '#1a1a1a' },
+});
+const TOASTS = { success: Toast, error: Toast, info: Toast, warning: Toast, default: Toast };
+
 export function App() {
   return (
     <ThemeProvider theme={theme}>
       <CssBaseline />
       <QueryClientProvider client={queryClient}>
-        <SnackbarProvider maxSnack={4} anchorOrigin={{ vertical: 'bottom', horizontal: 'center' }} autoHideDuration={5000}>
+        <SnackbarProvider maxSnack={4} anchorOrigin={{ vertical: 'bottom', horizontal: 'center' }} autoHideDuration={5000} Components={TOASTS}>
           <RouterProvider router={router} />
         </SnackbarProvider>
       </QueryClientProvider>

@@ -19,6 +19,8 @@ export const theme = createTheme({
       palette: {
         primary: { main: '#aab4ff' },
         secondary: { main: '#ff8fb8' },
+        // MUI's dark red (#f44336) is 4.4:1 as text on the paper and 3.7:1 under a chip's white label.
+        error: { main: '#ff8a80' },
         background: { default: '#11131d', paper: '#1c1f2d' },
       },
     },
