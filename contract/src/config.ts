@@ -142,6 +142,8 @@ export const ConfigFieldsSchema = z.object({
     .number({ error: 'must be a number' })
     .min(0.1, 'must be at least 0.1')
     .max(1000, 'must be at most 1000'),
+  /** Status checks of runs that are not streamed, per second, for all runs together (one budget for every process). */
+  openai_max_polls_per_second: int(1, 1000),
   openai_max_prompt_tokens: int(0, 2_000_000).refine((n) => n === 0 || n >= 256, {
     message: 'must be 0 (no limit) or at least 256',
   }),

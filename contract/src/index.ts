@@ -7,3 +7,4 @@ export * from './health.ts';
 export * from './lists.ts';
 export * from './users.ts';
 export * from './people-time.ts';
+export * from './watch.ts';

@@ -20,7 +20,7 @@ describe('Crawler Runs and Crawler Events screens', () => {
   });
 
   it('lists runs, shows a run\'s details and its events, filters and loads more', async () => {
-    const { context, page } = await newPage(browser, 'desktop');
+    const { context, page } = await newPage(browser, 'desktop', { timezoneId: 'Asia/Tokyo', locale: 'en-US' });
     await signInAs(page, product.url);
     await page.goto(`${product.url}/ui/admin/crawler_runs`);
     await page.getByRole('heading', { name: 'Crawler Runs' }).waitFor();
@@ -57,6 +57,12 @@ describe('Crawler Runs and Crawler Events screens', () => {
     const event = page.getByRole('dialog', { name: 'Event Details' });
     await event.waitFor();
     expect(await event.getByText('Room 110').count()).toBe(1);
+    // The feed's own "When" and the Start time agree, in the convention's zone on a 24-hour clock, though the
+    // browser sits in Tokyo (DESIGN §9 "Times shown to people").
+    const when = (await event.locator('dt:text-is("When") + dd').textContent()) ?? '';
+    const start = (await event.locator('dt:text-is("Start") + dd').textContent()) ?? '';
+    expect(start).toMatch(/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) \d{1,2} [A-Z][a-z]{2}, \d\d:\d\d [A-Z]{2,5}$/);
+    expect(when).toContain(/\d\d:\d\d/.exec(start)![0]);
     await event.getByRole('button', { name: 'Close' }).click();
 
     // A reload keeps the filters; Clear Filters keeps the run.

@@ -4,14 +4,15 @@ import { readFileSync } from 'node:fs';
 import fastifyCompress from '@fastify/compress';
 import fastifyCookie from '@fastify/cookie';
 import fastifyHelmet from '@fastify/helmet';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import fastifyWebsocket from '@fastify/websocket';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { registerControlRoutes } from './admin/control.routes.ts';
+import { countRequests, registerControlRoutes } from './admin/control.routes.ts';
 import { registerMonitoringRoutes } from './admin/monitoring.routes.ts';
 import { registerAssistantRoutes, registerKnowledgeRoutes } from './assistant/assistant.routes.ts';
-import { registerAuthRoutes } from './auth/auth.routes.ts';
-import { registerChatRoutes } from './chat/chat.routes.ts';
-import { registerCrawlerRoutes } from './crawler/crawler.routes.ts';
+import { registerAuthRoutes, registerSignedInRoute } from './auth/auth.routes.ts';
+import { registerChatRoutes, registerOperatorChatRoute } from './chat/chat.routes.ts';
+import { registerCrawlerRoutes, registerScheduleFileRoute } from './crawler/crawler.routes.ts';
 import { registerConfigRoutes } from './config/config.routes.ts';
 import type { TrustProxy } from './config/env.ts';
 import type { Deps } from './deps.ts';
@@ -20,19 +21,21 @@ import { registerAskRoutes } from './ask/ask.routes.ts';
 import { registerUserRoutes } from './users/users.routes.ts';
 import { registerMetricsRoutes } from './metrics/metrics.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
+import { jsonDepthExceeds, refuseBodiesOnBodylessRoutes, tooDeepError } from './http/request-body.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { markdownToSafeHtml } from './http/markdown-html.ts';
-import { registerSecurityHooks, signedInAdmin } from './http/security.ts';
+import { registerAdminRoutes, registerSecurityHooks, signedInAdmin, type RouteAccess } from './http/security.ts';
 import { refuseUnstorableText } from './http/text-input.ts';
 import { registerWebApp } from './http/web-app.ts';
+import { registerWatchSocketRoute, registerWatchTokenRoute } from './watch/watch.routes.ts';
 
 const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 
 export interface RouteSummary {
   method: string;
   url: string;
-  /** Declared public on the route (config.public): no admin session needed even under /api/. */
-  public: boolean;
+  /** Who may call it, as the route declares (registered in the admin scope, or in its own config); undefined: anyone. */
+  access: RouteAccess | undefined;
 }
 
 declare module 'fastify' {
@@ -74,17 +77,17 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     ...(https ? { https } : {}),
   }) as unknown as FastifyInstance;
 
-  const routes: RouteSummary[] = [];
-  app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routes.push({ method, url: route.url, public: route.config?.public === true });
-  });
-  app.decorate('listRoutes', () => [...routes]);
+  // Kept as registered and read when listed: a scope's own onRoute hook (the admin scope's access) runs after this one.
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => void routes.push(route));
+  app.decorate('listRoutes', () => routes.flatMap((route) => [route.method].flat().map((method) => ({ method, url: route.url, access: route.config?.access }))));
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
   acceptEmptyJsonBodies(app);
   refuseUnstorableText(app);
+  refuseBodiesOnBodylessRoutes(app);
   endConnectionsWhileClosing(app);
 
   app.addHook('onRequest', async (request, reply) => {
@@ -110,20 +113,44 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // (the plugin's default types leave it out), built assets come precompressed. Request bodies are not inflated.
   await app.register(fastifyCompress, { threshold: 1024, encodings: ['br', 'gzip'], globalDecompression: false });
   await registerOpenApi(app, { title: `${env.PRODUCT_NAME} API`, version: deps.version });
+  // The Watch feed's websocket. Clients only listen: what they send is capped small and ignored.
+  await app.register(fastifyWebsocket, {
+    options: { maxPayload: 4096 },
+    preClose(done) {
+      // Closing: every Watch connection is told the server is going away (1001) rather than left to time out.
+      deps.watch.close();
+      this.websocketServer.close(() => done());
+    },
+  });
 
-  registerSecurityHooks(app, deps.auth);
+  registerSecurityHooks(app);
+  countRequests(app, deps.status);
+
+  // Anyone: health, setup and sign-in, the public chat, an event's calendar file.
   registerHealthRoutes(app, deps);
   registerAuthRoutes(app, deps.auth);
-  registerConfigRoutes(app, deps.config);
-  registerChatRoutes(app, deps.chat, deps.lastRefresh, { clock: deps.clock, embeddable: env.EMBED_ORIGINS.length > 0 });
-  await registerAssistantRoutes(app, deps.assistant, deps.knowledge);
-  registerKnowledgeRoutes(app, deps.knowledge);
-  registerMonitoringRoutes(app, deps);
-  registerCrawlerRoutes(app, deps);
-  registerUserRoutes(app, deps.users);
-  registerAskRoutes(app, { askCommands: deps.askCommands, timeZone: deps.timeZone });
-  registerControlRoutes(app, { status: deps.status, discord: deps.discord, requestShutdown: () => deps.requestShutdown() });
+  const chatOptions = { clock: deps.clock, embeddable: env.EMBED_ORIGINS.length > 0 };
+  registerChatRoutes(app, deps.chat, deps.lastRefresh, chatOptions);
+  registerScheduleFileRoute(app, deps);
+  // Prometheus: the metrics token or an admin session (its own rule, in the route).
   registerMetricsRoutes(app, { metrics: deps.metrics, auth: deps.auth, metricsToken: env.METRICS_TOKEN });
+  // The Watch websocket: a single-use token (its own rule, in the route).
+  registerWatchSocketRoute(app, { tokens: deps.watchTokens, hub: deps.watch });
+
+  // A signed-in admin: every route registered here.
+  await registerAdminRoutes(app, deps.auth, async (admin) => {
+    registerSignedInRoute(admin);
+    registerConfigRoutes(admin, deps.config);
+    registerOperatorChatRoute(admin, deps.chat, chatOptions);
+    await registerAssistantRoutes(admin, deps.assistant, deps.knowledge);
+    registerKnowledgeRoutes(admin, deps.knowledge);
+    registerMonitoringRoutes(admin, deps);
+    registerCrawlerRoutes(admin, deps);
+    registerUserRoutes(admin, deps.users);
+    registerAskRoutes(admin, { askCommands: deps.askCommands, timeZone: deps.timeZone });
+    registerControlRoutes(admin, { status: deps.status, discord: deps.discord, requestShutdown: () => deps.requestShutdown() });
+    registerWatchTokenRoute(admin, { tokens: deps.watchTokens });
+  });
 
   await registerWebApp(app, {
     distDir: env.WEB_DIST_DIR,
@@ -153,13 +180,15 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
 /**
  * Body-less POSTs (/api/pause, /logout, …) are accepted with or without a
- * JSON content type: an empty JSON body parses as "no body".
+ * JSON content type: an empty JSON body parses as "no body". A document
+ * nested deeper than MAX_JSON_DEPTH is refused before parsing.
  */
 function acceptEmptyJsonBodies(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    if (jsonDepthExceeds(body as string)) return done(tooDeepError(), undefined);
     parseJson(request, body as string, done);
   });
 }

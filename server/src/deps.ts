@@ -37,6 +37,8 @@ import { Loggers } from './logging.ts';
 import { UsersService } from './users/users.service.ts';
 import { formatPeopleTime } from '@concierge/contract';
 import { Metrics } from './metrics/metrics.ts';
+import { WatchHub } from './watch/watch-hub.ts';
+import { WatchTokens } from './watch/watch-tokens.ts';
 
 /** Everything the HTTP app and the background workers are built from. */
 export interface Deps {
@@ -71,6 +73,10 @@ export interface Deps {
   status: StatusService;
   /** Prometheus metrics of this process (GET /metrics). */
   metrics: Metrics;
+  /** The Watch feed's single-use tokens (shared by every process through the database). */
+  watchTokens: WatchTokens;
+  /** The Watch feed's websocket connections in this process; hears every process's answers. */
+  watch: WatchHub;
   /** Asks the process to shut down gracefully (the console's Kill); main.ts sets it. */
   requestShutdown: () => void;
   /** Runs the crawler on its cron schedule; started by startServer, not by tests. */
@@ -127,7 +133,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     const counters = new StatusCounters({ database, logger: loggers.get('app') });
     const leadership = new Leadership({ database, clock, logger: loggers.get('app') });
 
-    const auth = new AuthService({ database, clock, logger: loggers.get('api') });
+    const auth = new AuthService({ database, clock, logger: loggers.get('api'), events });
     const sessionSecret = env.SESSION_SECRET ?? (await loadOrCreateSessionSecret(database, clock));
 
     const assistant = new AssistantService({
@@ -237,6 +243,9 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         return { paused: figures.paused, leader: leadership.isLeader, queueDepth: await health.queueSize(), crawler: figures.crawler, public_chat: figures.public_chat, token_budget: figures.token_budget };
       },
     });
+    const liveSessions = (ids: readonly string[]) => auth.liveSessions(ids);
+    const watchTokens = new WatchTokens({ database, clock, liveSessions });
+    const watch = new WatchHub({ events, logger: loggers.get('api'), liveSessions });
     if (usesOpenAI(env) && !turnstileConfigured(env)) {
       loggers
         .get('app')
@@ -275,6 +284,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       timeZone: () => crawler.timeZone(),
       health,
       metrics,
+      watchTokens,
+      watch,
       sessionSecret,
       version: APP_VERSION,
       async close() {
@@ -288,6 +299,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         await crawlerScheduler.stop();
         await housekeeping.stop();
         metrics.close();
+        watch.close();
         await knowledge.settled();
         await assistant.provider.close?.();
         await events.stop();

@@ -23,6 +23,8 @@ export interface AnswerEvent {
   response: string | null;
   error: string | null;
   state: string;
+  /** The last step the question reached (DESIGN §6); absent from an older process's events during a rolling upgrade. */
+  step?: string | null;
   run_id: string | null;
   run_status: string | null;
   thread_id: string | null;
@@ -55,6 +57,12 @@ export interface BudgetExhaustedEvent {
   action: 'offline' | 'pause';
 }
 
+/** An admin session ended (signed out): its Watch connections close, in every process. */
+export interface AdminSessionEndedEvent {
+  /** admin_sessions.id: the hash of the cookie token, never the token. */
+  session_id: string;
+}
+
 /** The runtime configuration row changed (in another process: read it again). */
 export interface ConfigChangedEvent {
   hash: string;
@@ -67,6 +75,7 @@ interface Events {
   provider_call: [step: string, timing: ProviderCallTiming];
   crawler_run: [CrawlerRunEvent];
   config_changed: [ConfigChangedEvent];
+  admin_session_ended: [AdminSessionEndedEvent];
   /** An ask command joined the queue: the leader's worker looks at once. */
   ask_command_queued: [Record<string, never>];
 }
@@ -78,11 +87,12 @@ export type EventName = keyof Events;
  * answer reaches the Watch feed of every process, a spent budget the
  * leader's Discord bot, a queued command the leader's worker, a changed
  * configuration every process, a crawler run (a forced refresh runs where
- * it was pressed) the leader's bot and every process's time zone. Their
+ * it was pressed) the leader's bot and every process's time zone, an ended
+ * admin session every process's Watch connections of it. Their
  * payload is one JSON value. Provider calls stay in their process (its
  * metrics).
  */
-export const CLUSTER_EVENTS: ReadonlySet<EventName> = new Set<EventName>(['answer', 'budget_exhausted', 'config_changed', 'ask_command_queued', 'crawler_run']);
+export const CLUSTER_EVENTS: ReadonlySet<EventName> = new Set<EventName>(['answer', 'budget_exhausted', 'config_changed', 'ask_command_queued', 'crawler_run', 'admin_session_ended']);
 
 /** One event as it travels between processes. */
 export interface TransportMessage {

@@ -10,15 +10,17 @@ export interface ControlDeps {
   requestShutdown: () => void;
 }
 
-/** Status and the control panel's actions (SPEC §7). */
-export function registerControlRoutes(app: FastifyInstance, deps: ControlDeps): void {
-  const tags = ['control'];
-
-  // Requests per endpoint, by route pattern (not raw URL), for the Status screen.
+/** Requests per endpoint, by route pattern (not raw URL), for the Status screen: every route of the app. */
+export function countRequests(app: FastifyInstance, status: StatusService): void {
   app.addHook('onResponse', async (request) => {
     const route = request.routeOptions.url;
-    if (route && !route.startsWith('/ui')) deps.status.countRequest(`${request.method} ${route}`);
+    if (route && !route.startsWith('/ui')) status.countRequest(`${request.method} ${route}`);
   });
+}
+
+/** Status and the control panel's actions (SPEC §7); admin routes. */
+export function registerControlRoutes(app: FastifyInstance, deps: ControlDeps): void {
+  const tags = ['control'];
 
   app.get('/api/status', { schema: { tags } }, () => deps.status.status());
 

@@ -312,8 +312,13 @@ export class AskPipeline {
     const assistant = offline ? this.#options.fallback!.assistant : this.#options.assistant;
     const progress: AskProgress = offline ? { threadId: null, messageId: null, runId: null } : { ...job.progress };
     let run: RunState | null = null;
+    /** The last step reached, for the answer event (a failure tells where it stopped). */
+    let lastStep: AskStep | null = null;
     const storedHooks: AskHooks = {
-      step: (step: ProviderAskStep) => recorder.step(step),
+      step: (step: ProviderAskStep) => {
+        lastStep = step;
+        return recorder.step(step);
+      },
       threadCreated: async (threadId: string) => {
         progress.threadId = threadId;
         await recorder.threadCreated(threadId);
@@ -368,7 +373,7 @@ export class AskPipeline {
       const text = outcome.answer.text;
       if (onText && text.length > handedOn.length && text.startsWith(handedOn)) onText(text.slice(handedOn.length));
       await recorder.completed(outcome);
-      this.#publish(job, { state: 'completed', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
+      this.#publish(job, { state: 'completed', step: 'list_message', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;
     } catch (error) {
       const finishedAt = clock.now();
@@ -395,7 +400,7 @@ export class AskPipeline {
         if (!offline) await this.#spent(assistant, stop.usage);
         if (recorder.stopped) await recorder.stopped(stop);
         else await recorder.failed(failure);
-        this.#publish(job, { state: 'aborted', response: handedOn || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
+        this.#publish(job, { state: 'aborted', step: lastStep as AskStep | null, response: handedOn || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
         throw new AskStoppedError(stop, failure, error);
       }
       const failure: AnswerFailure = {
@@ -410,7 +415,7 @@ export class AskPipeline {
       if (!offline) await this.#spent(assistant, failure.usage);
       this.#options.logger.warn({ err: error, origin: job.asker.origin, sessionId: job.asker.sessionId, askCommandId: job.asker.askCommandId }, 'answer failed');
       await recorder.failed(failure);
-      this.#publish(job, { state: 'failed', response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
+      this.#publish(job, { state: 'failed', step: lastStep as AskStep | null, response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
       throw new AskFailedError(failure, error);
     } finally {
       ceiling.clear();
@@ -425,7 +430,7 @@ export class AskPipeline {
 
   #publish(
     job: AskJob,
-    result: { state: string; response: string | null; error: string | null; threadId: string | null; runId: string | null; runStatus: string | null; usage: TokenUsage; processingMs: number; at: Date },
+    result: { state: string; step: AskStep | null; response: string | null; error: string | null; threadId: string | null; runId: string | null; runStatus: string | null; usage: TokenUsage; processingMs: number; at: Date },
   ): void {
     const { asker } = job;
     const event: AnswerEvent = {
@@ -443,6 +448,7 @@ export class AskPipeline {
       response: result.response,
       error: result.error,
       state: result.state,
+      step: result.step,
       run_id: result.runId,
       run_status: result.runStatus,
       thread_id: result.threadId,

@@ -23,7 +23,7 @@ export async function registerAssistantRoutes(app: FastifyInstance, assistant: A
     return { provider: assistant.provider.kind, vector_stores: vectorStores, files };
   });
 
-  app.post('/api/openai/vector_store/upload', { schema: { tags } }, async (request) => {
+  app.post('/api/openai/vector_store/upload', { schema: { tags }, config: { ownBody: true } }, async (request) => {
     if (!request.isMultipart()) throw badRequest('Send the file as multipart/form-data in the field "file"', 'file_required');
     const part = await request.file();
     if (!part || part.fieldname !== 'file') throw badRequest('Send the file as multipart/form-data in the field "file"', 'file_required');

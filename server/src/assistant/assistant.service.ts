@@ -20,6 +20,7 @@ import {
   type VectorStoreInfo,
 } from './provider.ts';
 import { RateGate, sharedSlots } from './rate-gate.ts';
+import { RunPoller } from './run-poller.ts';
 
 /** Who a provider call is made for; written on every log row. */
 export interface CallContext {
@@ -67,7 +68,6 @@ export interface StartedRun {
   run: RunState;
 }
 
-const BACKOFF_FACTOR = 1.5;
 const DEFAULT_POLL_MS = 3000;
 const MAX_BODY_CHARS = 100_000;
 const NO_USAGE: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -89,6 +89,7 @@ export class AssistantService {
   readonly #logger: Logger;
   readonly #config: () => RuntimeConfig;
   readonly #runGate: RateGate;
+  readonly #poller: RunPoller;
   readonly #events: EventBus | undefined;
 
   constructor(options: {
@@ -107,6 +108,19 @@ export class AssistantService {
     this.#events = options.events;
     // One budget for every process: N processes must not make N × openai_max_requests_per_second.
     this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second, options.clock, sharedSlots(options.database, 'provider_create_run'));
+    // Runs that are not streamed are looked at by one poller spending one budget of status checks (shared like the run rate).
+    this.#poller = new RunPoller({
+      clock: options.clock,
+      logger: options.logger,
+      // The offline assistant answers at once and costs nothing: no budget.
+      perSecond: () => (this.provider.kind === 'local' ? 0 : this.#config().openai_max_polls_per_second),
+      slots: sharedSlots(options.database, 'provider_retrieve_run'),
+    });
+  }
+
+  /** Runs waiting for the poller (not streamed). */
+  get polledRuns(): number {
+    return this.#poller.size;
   }
 
   /** The run settings of the current runtime configuration, with a user's overrides where set. */
@@ -118,7 +132,6 @@ export class AssistantService {
       .join('\n\n');
     const truncationType = overrides.truncationType ?? config.openai_truncation_strategy_type;
     const pollMs = parseDuration(overrides.pollInterval ?? config.assistant_poll_interval) ?? DEFAULT_POLL_MS;
-    const maxPollMs = parseDuration(overrides.maxPollInterval ?? config.assistant_max_poll_interval) ?? pollMs;
     return {
       instructions,
       maxOutputTokens: overrides.maxCompletionTokens ?? config.openai_max_completion_tokens,
@@ -128,7 +141,6 @@ export class AssistantService {
           ? { type: 'last_messages', lastMessages: overrides.truncationLastMessages ?? config.openai_truncation_strategy_last_messages }
           : { type: 'auto' },
       pollIntervalMs: pollMs,
-      maxPollIntervalMs: Math.max(pollMs, maxPollMs),
     };
   }
 
@@ -194,8 +206,8 @@ export class AssistantService {
    * the state `start` returned, or a stored run id. With `onText`, the run is
    * followed as it happens and its text handed on as it comes (when the
    * provider can stream; else, or when no stream can be opened, it is
-   * polled). Polling looks at once, then waits from the poll interval,
-   * growing to its maximum.
+   * polled). Polling looks at once, then every poll interval, through the
+   * one poller whose status checks share `openai_max_polls_per_second`.
    */
   async finish(
     context: CallContext,
@@ -231,14 +243,12 @@ export class AssistantService {
         this.#logger.warn({ err: error, runId }, 'could not follow the run as it happens; polling it instead');
       }
     }
-    let delay = settings.pollIntervalMs;
-    for (let polls = 0; !state || !FINAL_RUN_STATUSES.has(state.status); polls++) {
-      if (polls > 0) {
-        await this.#clock.sleep(delay, signal);
-        delay = Math.min(settings.maxPollIntervalMs, Math.round(delay * BACKOFF_FACTOR));
-      }
-      signal?.throwIfAborted();
-      state = await this.#logged('retrieve_run', context, (call) => this.provider.retrieveRun(call, threadId, runId));
+    if (!state || !FINAL_RUN_STATUSES.has(state.status)) {
+      state = await this.#poller.wait(
+        () => this.#logged('retrieve_run', context, (call) => this.provider.retrieveRun(call, threadId, runId)),
+        settings.pollIntervalMs,
+        signal,
+      );
     }
     if (state.status !== 'completed') {
       throw new ProviderError(state.error ?? `The assistant's run ended with status ${state.status}`, { runStatus: state.status, usage: state.usage });

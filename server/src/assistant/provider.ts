@@ -73,9 +73,12 @@ export interface RunSettings {
   /** 0 = no limit. */
   maxPromptTokens: number;
   truncation: { type: 'auto' } | { type: 'last_messages'; lastMessages: number };
-  /** The first wait between looks at a run, growing to the maximum. */
+  /**
+   * How often a run that is not streamed is looked at (within the shared
+   * status-check budget). `assistant_max_poll_interval` no longer stretches
+   * it: the budget, not a back-off, bounds the checks.
+   */
   pollIntervalMs: number;
-  maxPollIntervalMs: number;
 }
 
 /** A user's own settings (SPEC §3 "User"), each overriding the global one when set. */

@@ -40,6 +40,19 @@ export const findSession = (db: Db, id: string) =>
 export const touchSession = (db: Db, id: string, lastSeenAt: string, expiresAt: string) =>
   db.updateTable('admin_sessions').set({ last_seen_at: lastSeenAt, expires_at: expiresAt }).where('id', '=', id).execute();
 
+/** Which of these sessions still exist and have not expired. */
+export const findLiveSessionIds = async (db: Db, ids: readonly string[], now: string): Promise<string[]> => {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('admin_sessions')
+    .select('id')
+    .where('id', 'in', ids)
+    .where('expires_at', '>', now)
+    .where('absolute_expires_at', '>', now)
+    .execute();
+  return rows.map((row) => row.id);
+};
+
 export const deleteSession = (db: Db, id: string) => db.deleteFrom('admin_sessions').where('id', '=', id).execute();
 
 export const deleteSessionsOfAdmin = (db: Db, adminUserId: number) =>
@@ -72,3 +85,49 @@ export const clearThrottle = (db: Db, key: string) => db.deleteFrom('login_throt
 
 export const deleteStaleThrottleRows = (db: Db, windowStartCutoff: string) =>
   db.deleteFrom('login_throttle').where('window_start', '<=', windowStartCutoff).execute();
+
+export const findThrottleRow = (db: Db, key: string) => db.selectFrom('login_throttle').selectAll().where('key', '=', key).executeTakeFirst();
+
+/**
+ * Takes the next sign-in attempt on an account's row as a compare-and-set:
+ * it succeeds only when the row is still as it was read (`seen`, or absent),
+ * so concurrent attempts from many addresses each see the count the one
+ * before them left, and none slips past a delay another has just set.
+ */
+export async function takeAccountAttempt(
+  db: Db,
+  key: string,
+  seen: { failures: number; window_start: string } | undefined,
+  next: { failures: number; window_start: string; blocked_until: string | null },
+): Promise<boolean> {
+  if (!seen) {
+    const inserted = await db
+      .insertInto('login_throttle')
+      .values({ key, ...next })
+      .onConflict((conflict) => conflict.column('key').doNothing())
+      .executeTakeFirst();
+    return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+  const updated = await db
+    .updateTable('login_throttle')
+    .set(next)
+    .where('key', '=', key)
+    .where('failures', '=', seen.failures)
+    .where('window_start', '=', seen.window_start)
+    .executeTakeFirst();
+  return Number(updated.numUpdatedRows) > 0;
+}
+
+/** An attempt taken with takeAccountAttempt turned out right: it was no failure, and the wait it set is lifted. */
+export const releaseAccountAttempt = (db: Db, key: string) =>
+  db
+    .updateTable('login_throttle')
+    .set({ failures: sql<number>`case when failures > 0 then failures - 1 else 0 end`, blocked_until: null })
+    .where('key', '=', key)
+    .execute();
+
+/** Every throttle row (addresses, accounts, devices); answers how many there were. */
+export async function clearAllThrottles(db: Db): Promise<number> {
+  const deleted = await db.deleteFrom('login_throttle').executeTakeFirst();
+  return Number(deleted.numDeletedRows);
+}

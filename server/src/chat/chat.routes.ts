@@ -60,20 +60,25 @@ const SEND_DESCRIPTION =
   'With `Accept: text/event-stream` the answer streams (DESIGN §9): `event: delta` / `data: {"text": …}` pieces, then one `event: done` ' +
   'carrying this reply; refusals before the answer starts keep their status and JSON body.';
 
-/** The public chat (SPEC §7 /public/chat/*) and an operator's test question (/api/chat/send). */
-export function registerChatRoutes(instance: FastifyInstance, chat: ChatService, lastRefresh: LastRefreshSource, options: ChatRouteOptions): void {
+/** Answers with the JSON reply, or the event stream when the client asked for one; streams end once the app closes. */
+function answerReplier(instance: FastifyInstance, options: ChatRouteOptions) {
   const { clock, embeddable } = options;
-  const app = instance.withTypeProvider<ZodTypeProvider>();
-  const tags = ['public chat'];
   let closing = false;
   instance.addHook('preClose', async () => {
     closing = true;
   });
-  /** The JSON reply, or the event stream when the client asked for one. */
-  const answerWith = (request: FastifyRequest, reply: FastifyReply, answer: ChatAnswer) => {
+  return (request: FastifyRequest, reply: FastifyReply, answer: ChatAnswer) => {
     setChatCookie(request, reply, answer.sessionId, embeddable);
     return wantsEventStream(request) ? streamAnswer(request, reply, answer, { clock, closing: () => closing }) : answer.follow();
   };
+}
+
+/** The public chat (SPEC §7 /public/chat/*). */
+export function registerChatRoutes(instance: FastifyInstance, chat: ChatService, lastRefresh: LastRefreshSource, options: ChatRouteOptions): void {
+  const { embeddable } = options;
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const tags = ['public chat'];
+  const answerWith = answerReplier(instance, options);
 
   app.get('/public/chat/turnstile/enabled', { schema: { tags, response: { 200: TurnstileEnabledReplySchema } } }, async () => {
     chat.ensureEnabled();
@@ -117,7 +122,12 @@ export function registerChatRoutes(instance: FastifyInstance, chat: ChatService,
     const time = await lastRefresh.lastRefresh();
     return time ? { success: true as const, data: time } : { success: false as const, error: 'The schedule has not been refreshed yet' };
   });
+}
 
+/** An operator's test question (/api/chat/send), on the public chat's pipeline under the operator's own chat session; an admin route. */
+export function registerOperatorChatRoute(instance: FastifyInstance, chat: ChatService, options: ChatRouteOptions): void {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+  const answerWith = answerReplier(instance, options);
   app.post(
     '/api/chat/send',
     { schema: { tags: ['admin'], description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } },

@@ -45,6 +45,27 @@ describe('npm run admin -- reset-password', () => {
     expect(newLogin.statusCode).toBe(200);
   });
 
+  it('clears the sign-in limits of every address and the account, and says so', async () => {
+    await signIn(ctx.app);
+    const wrong = { ...ADMIN, password: 'not the password' };
+    const from = (address: string, payload: object) =>
+      ctx.app.inject({ method: 'POST', url: '/login', payload, remoteAddress: address });
+    // The admin's own address locked for this username, and the account delayed by guesses from elsewhere.
+    for (let guess = 0; guess < 5; guess++) await from('198.51.100.20', wrong);
+    for (let address = 1; address <= 10; address++) await from(`203.0.113.${address}`, wrong);
+    expect((await from('198.51.100.20', ADMIN)).statusCode).toBe(429);
+    expect((await from('198.51.100.21', ADMIN)).statusCode).toBe(429);
+
+    const run = io(ctx, 'a brand new passphrase\n');
+    expect(await runAdmin(['reset-password', ADMIN.username], run.io)).toBe(0);
+    expect(run.output().out).toMatch(/Sign-in limits cleared \(\d+ per-address, per-account and per-device records\): every address and the account may sign in again at once/);
+
+    const fresh = { username: ADMIN.username, password: 'a brand new passphrase' };
+    expect((await from('198.51.100.20', fresh)).statusCode).toBe(200);
+    expect((await from('198.51.100.21', fresh)).statusCode).toBe(200);
+    expect(await ctx.deps.database.db.selectFrom('login_throttle').selectAll().where('failures', '>', 0).execute()).toEqual([]);
+  });
+
   it('names an unknown admin and changes nothing', async () => {
     await signIn(ctx.app);
     const run = io(ctx, 'a brand new passphrase\n');

@@ -41,7 +41,7 @@ export interface AdminIo {
 const USAGE = `Usage: npm run admin -- <command>
 
 Commands:
-  reset-password <username>   Set a new password for an admin and sign out all of their sessions.
+  reset-password <username>   Set a new password for an admin, sign out all of their sessions and clear the sign-in limits.
   backup <file>               Write a consistent copy of the SQLite database to <file> (a new file),
                               safe while the server runs. PostgreSQL: use pg_dump (README).
   copy-to <postgres-url>      Copy every table of the SQLite database (DATABASE_URL) into a new, empty
@@ -150,8 +150,12 @@ async function resetPassword(username: string, io: AdminIo): Promise<number> {
   try {
     await migrateToLatest(database, loggers.get('db'));
     const auth = new AuthService({ database, clock: systemClock, logger: loggers.get('api') });
-    await auth.resetPassword(username, password);
-    io.stdout.write(`Password for ${username} changed; their sessions were signed out.\n`);
+    const { throttlesCleared } = await auth.resetPassword(username, password);
+    io.stdout.write(
+      `Password for ${username} changed; their sessions were signed out.\n` +
+        `Sign-in limits cleared (${throttlesCleared} per-address, per-account and per-device record${throttlesCleared === 1 ? '' : 's'}): ` +
+        'every address and the account may sign in again at once.\n',
+    );
     return 0;
   } catch (error) {
     if (error instanceof AppError) {

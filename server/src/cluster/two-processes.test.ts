@@ -16,10 +16,10 @@ import { ADMIN, testDatabaseKind } from '../test-support/test-context.ts';
  * over both, as nginx would. What one process does, the other obeys; the
  * singleton work moves to the survivor when the leader is killed.
  *
- * Still to come here, once those features land: an answer produced on A
- * reaching a Watch client on B (the Watch hub subscribes to `answer`, which
- * already crosses processes), and the Discord gateway moving to the new
- * leader (register it with `deps.leadership.add('discord gateway', …)`).
+ * Still to come here, once it lands: the Discord gateway moving to the new
+ * leader (register it with `deps.leadership.add('discord gateway', …)`). An
+ * answer produced on A reaching a Watch client on B is checked in
+ * watch/watch-processes.test.ts.
  */
 describe.runIf(testDatabaseKind() === 'postgres')('several processes on one PostgreSQL', () => {
   const LEADER_MESSAGE = 'leadership gained';

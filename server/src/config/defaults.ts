@@ -70,6 +70,7 @@ export function defaultConfig(productName: string): ConfigFields {
     openai_truncation_strategy_type: 'auto',
     openai_truncation_strategy_last_messages: 3,
     openai_max_requests_per_second: 5,
+    openai_max_polls_per_second: 20,
     openai_max_prompt_tokens: 0,
     openai_max_completion_tokens: 0,
     donated_role_id: '',

@@ -15,7 +15,7 @@ import { AppError, notFound } from '../errors.ts';
 import * as queries from './crawler.queries.ts';
 import type { CrawlerService } from './crawler.service.ts';
 
-/** 'Refresh Schedule' / 'Force', and the Crawler Runs and Crawler Events lists (SPEC §7). */
+/** 'Refresh Schedule' / 'Force', and the Crawler Runs and Crawler Events lists (SPEC §7); admin routes. */
 export function registerCrawlerRoutes(
   instance: FastifyInstance,
   deps: { crawler: CrawlerService; database: Database; timeZone: () => string },
@@ -50,6 +50,23 @@ export function registerCrawlerRoutes(
     };
   });
 
+  app.get('/api/crawler_runs', { schema: { tags, querystring: CrawlerRunsQuerySchema, response: { 200: CrawlerRunsReplySchema } } }, async (request) => {
+    const { query } = request;
+    const rows = await queries.listRuns(deps.database.db, { ...query, range: dateRange(query, deps.timeZone()) });
+    const runs = rows.map((row) => ({ ...row, forced: Boolean(row.forced), held: Boolean(row.held), changes: row.changes ? JSON.parse(row.changes) : [] }));
+    return { crawler_runs: runs, returned_count: runs.length };
+  });
+
+  app.get('/api/crawler_events', { schema: { tags, querystring: CrawlerEventsQuerySchema, response: { 200: CrawlerEventsReplySchema } } }, async (request) => {
+    const { query } = request;
+    const rows = await queries.listEvents(deps.database.db, { ...query, range: dateRange(query, deps.timeZone()) });
+    return { crawler_events: rows, returned_count: rows.length };
+  });
+}
+
+/** One event of the live schedule as iCalendar, for the chat's "Add to calendar" (DESIGN §9 "Sources"); public. */
+export function registerScheduleFileRoute(instance: FastifyInstance, deps: { crawler: CrawlerService }): void {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   app.get(
     '/public/schedule/events/:file',
     { schema: { tags: ['public chat'], description: 'One event of the live schedule as iCalendar ("Add to calendar"); the UID URL-encoded, then .ics.', params: ScheduleEventFileParamsSchema } },
@@ -64,17 +81,4 @@ export function registerCrawlerRoutes(
         .send(calendar.body);
     },
   );
-
-  app.get('/api/crawler_runs', { schema: { tags, querystring: CrawlerRunsQuerySchema, response: { 200: CrawlerRunsReplySchema } } }, async (request) => {
-    const { query } = request;
-    const rows = await queries.listRuns(deps.database.db, { ...query, range: dateRange(query, deps.timeZone()) });
-    const runs = rows.map((row) => ({ ...row, forced: Boolean(row.forced), held: Boolean(row.held), changes: row.changes ? JSON.parse(row.changes) : [] }));
-    return { crawler_runs: runs, returned_count: runs.length };
-  });
-
-  app.get('/api/crawler_events', { schema: { tags, querystring: CrawlerEventsQuerySchema, response: { 200: CrawlerEventsReplySchema } } }, async (request) => {
-    const { query } = request;
-    const rows = await queries.listEvents(deps.database.db, { ...query, range: dateRange(query, deps.timeZone()) });
-    return { crawler_events: rows, returned_count: rows.length };
-  });
 }

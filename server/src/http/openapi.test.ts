@@ -45,14 +45,16 @@ describe('the OpenAPI description', () => {
     expect(document.paths['/api/public_chat_messages']!.get!.operationId).toBe('getApiPublicChatMessages');
   });
 
-  it('states how each operation is authorised: the session cookie, the metrics bearer token, or nothing', () => {
+  it('states how each operation is authorised: the session cookie, the metrics bearer token, the Watch token, or nothing', () => {
     expect(document.components.securitySchemes).toEqual({
       adminSession: expect.objectContaining({ type: 'apiKey', in: 'cookie', name: 'concierge_admin' }),
       metricsToken: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+      watchToken: expect.objectContaining({ type: 'apiKey', in: 'query', name: 'token' }),
     });
     for (const { path, method, operation } of operations()) {
       const where = `${method} ${path}`;
       if (path === '/metrics') expect(operation.security, where).toEqual([{ metricsToken: [] }, { adminSession: [] }]);
+      else if (path === '/ws') expect(operation.security, where).toEqual([{ watchToken: [] }]);
       else if (path.startsWith('/api/') && path !== '/api/openapi.json') {
         expect(operation.security, where).toEqual([{ adminSession: [] }]);
         expect(operation.responses, where).toHaveProperty('401');

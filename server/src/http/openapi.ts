@@ -1,7 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
-import { ADMIN_COOKIE, isAdminPath } from './security.ts';
+import { ADMIN_COOKIE, type RouteAccess } from './security.ts';
 
 /** Where the API description is served, without a session (it is not a secret). */
 export const OPENAPI_PATH = '/api/openapi.json';
@@ -43,7 +43,39 @@ const RESPONSES: Record<string, Record<string, unknown>> = {
     },
     401: { description: 'Neither the metrics token nor an admin session' },
   },
+  'get /ws': {
+    101: { description: 'Switching to the websocket: the text `Connection established`, then one JSON Watch message (SPEC §3) per answer' },
+    401: { description: 'No valid Watch token (unknown, used, expired, or its admin session ended): refused before the upgrade' },
+  },
 };
+
+/** The ways in, by the access a route declares (http/security.ts RouteAccess). */
+const SECURITY_SCHEMES = {
+  adminSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: ADMIN_COOKIE,
+    description: 'The signed session cookie set by POST /login.',
+  },
+  metricsToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'METRICS_TOKEN, for Prometheus scraping GET /metrics.',
+  },
+  watchToken: {
+    type: 'apiKey',
+    in: 'query',
+    name: 'token',
+    description: 'A single-use token from POST /api/ws/token (60 s), for GET /ws.',
+  },
+};
+
+/** The security requirement of a route that declares its access; `undefined` for the public and for /metrics (two ways in, set below). */
+function securityOf(access: RouteAccess | undefined): Record<string, string[]>[] | undefined {
+  if (access === 'admin') return [{ adminSession: [] }];
+  if (access === 'watch_token') return [{ watchToken: [] }];
+  return undefined;
+}
 
 /** `getApiPublicChatMessages`, `postApiOpenaiVectorStoreUpload`, `getApiUserByIdHistory`… */
 export function operationIdOf(method: string, path: string): string {
@@ -66,22 +98,7 @@ export function operationIdOf(method: string, path: string): string {
  * and the bodies that are not JSON.
  */
 export function finishDocument(document: OpenApiDocument): OpenApiDocument {
-  document.components = {
-    ...document.components,
-    securitySchemes: {
-      adminSession: {
-        type: 'apiKey',
-        in: 'cookie',
-        name: ADMIN_COOKIE,
-        description: 'The signed session cookie set by POST /login.',
-      },
-      metricsToken: {
-        type: 'http',
-        scheme: 'bearer',
-        description: 'METRICS_TOKEN, for Prometheus scraping GET /metrics.',
-      },
-    },
-  };
+  document.components = { ...document.components, securitySchemes: SECURITY_SCHEMES };
   const seen = new Map<string, string>();
   for (const [path, operations] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(operations)) {
@@ -92,11 +109,12 @@ export function finishDocument(document: OpenApiDocument): OpenApiDocument {
       if (clash) throw new Error(`OpenAPI: ${key} and ${clash} have the same operationId ${operation.operationId}`);
       seen.set(operation.operationId, key);
 
+      // Each route's own rule came with its schema (registerOpenApi's transform); /metrics takes either of two.
       if (path === '/metrics') operation.security = [{ metricsToken: [] }, { adminSession: [] }];
-      else if (isAdminPath(path) && path !== OPENAPI_PATH) {
-        operation.security = [{ adminSession: [] }];
+      else operation.security ??= [];
+      if (operation.security.some((requirement) => 'adminSession' in requirement) && path !== '/metrics') {
         operation.responses = { ...operation.responses, 401: { description: 'No valid admin session' } };
-      } else operation.security = [];
+      }
 
       if (REQUEST_BODIES[key]) operation.requestBody = REQUEST_BODIES[key];
       if (RESPONSES[key]) operation.responses = { ...operation.responses, ...RESPONSES[key] };
@@ -109,20 +127,27 @@ export function finishDocument(document: OpenApiDocument): OpenApiDocument {
 export async function registerOpenApi(app: FastifyInstance, info: { title: string; version: string }): Promise<void> {
   await app.register(fastifySwagger, {
     openapi: {
-      info: { ...info, description: 'The API of the public chat, the admin console and monitoring. Admin routes (/api/…) need the session cookie from POST /login.' },
+      info: { ...info, description: 'The API of the public chat, the admin console and monitoring. Admin routes (/api/…) need the session cookie from POST /login; the Watch websocket (GET /ws) a token from POST /api/ws/token.' },
       tags: [
         { name: 'public chat', description: 'The anonymous visitor chat' },
         { name: 'auth', description: 'First-time setup and signing in' },
         { name: 'health', description: 'For load balancers and monitors' },
         { name: 'monitoring', description: 'Lists behind the console screens, and Prometheus metrics' },
+        { name: 'watch', description: 'The live Watch feed of answers (a websocket)' },
       ],
+      // Known while routes are described too (a query parameter that carries a scheme's key is left out of the parameters).
+      components: { securitySchemes: SECURITY_SCHEMES as never },
     },
-    transform: jsonSchemaTransform,
+    transform: (input) => {
+      const transformed = jsonSchemaTransform(input);
+      const security = securityOf(input.route.config?.access);
+      return security ? { ...transformed, schema: { ...transformed.schema, security } } : transformed;
+    },
     transformObject: (document) => finishDocument(('openapiObject' in document ? document.openapiObject : document.swaggerObject) as OpenApiDocument) as never,
   });
   app.get(
     OPENAPI_PATH,
-    { config: { public: true }, schema: { tags: ['docs'], operationId: 'getOpenApiDocument', summary: 'This API description (OpenAPI 3)' } },
+    { config: { access: 'public' }, schema: { tags: ['docs'], operationId: 'getOpenApiDocument', summary: 'This API description (OpenAPI 3)' } },
     () => app.swagger(),
   );
 }

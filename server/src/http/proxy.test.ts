@@ -27,7 +27,7 @@ describe('behind a reverse proxy (a real HTTP hop that appends X-Forwarded-For a
     server = database = proxy = undefined;
   });
 
-  async function start(trustProxy: string, hostHeader: 'http_host' | 'host' = 'http_host') {
+  async function start(trustProxy: string, hostHeader: 'http_host' | 'host' = 'http_host', forwardedProto: 'http' | 'https' = 'http') {
     database = freshDatabase();
     server = await startServer(
       {
@@ -40,9 +40,9 @@ describe('behind a reverse proxy (a real HTTP hop that appends X-Forwarded-For a
       },
       { databaseSchema: database.schema, runCrawler: false, clock: minuteStartClock() },
     );
-    proxy = await startForwardingProxy({ target: server.url, hostHeader });
+    proxy = await startForwardingProxy({ target: server.url, hostHeader, forwardedProto });
     // What a browser on the proxy's (non-default) port sends with a POST.
-    const origin = proxy.url;
+    const origin = proxy.url.replace(/^http:/, `${forwardedProto}:`);
     const call = (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) =>
       requestFrom(CLIENT, `${proxy!.url}${url}`, { method, body, headers: { origin, ...headers } });
     return { call, origin, server };
@@ -64,6 +64,7 @@ describe('behind a reverse proxy (a real HTTP hop that appends X-Forwarded-For a
 
     const keys = await server.deps.database.db.selectFrom('login_throttle').select(['key', 'failures']).orderBy('key').execute();
     expect(keys).toEqual([
+      { key: `account:${ADMIN.username}`, failures: 5 },
       { key: `ip:${CLIENT}`, failures: 5 },
       { key: `user:${ADMIN.username}|ip:${CLIENT}`, failures: 5 },
     ]);
@@ -100,7 +101,7 @@ describe('behind a reverse proxy (a real HTTP hop that appends X-Forwarded-For a
     const { call, server } = await start('true');
     await call('POST', '/setup', { ...ADMIN, confirm_password: ADMIN.password });
     await call('POST', '/login', { ...ADMIN, password: 'not the password' }, { 'x-forwarded-for': '203.0.113.77' });
-    const keys = await server.deps.database.db.selectFrom('login_throttle').select('key').orderBy('key').execute();
+    const keys = await server.deps.database.db.selectFrom('login_throttle').select('key').where('key', 'not like', 'account:%').orderBy('key').execute();
     expect(keys.map((row) => row.key)).toEqual(['ip:203.0.113.77', `user:${ADMIN.username}|ip:203.0.113.77`]);
   });
 
@@ -123,5 +124,26 @@ describe('behind a reverse proxy (a real HTTP hop that appends X-Forwarded-For a
     const verify = await call('POST', '/public/chat/turnstile/verify', { token: '' });
     expect(verify.status).toBe(403);
     expect(verify.json()).toMatchObject({ success: false, code: 'cross_site_request', error: expect.stringContaining(`comes from ${origin}`) });
+  });
+
+  it('behind a proxy that terminates TLS (X-Forwarded-Proto: https), an https Origin passes and an http one is another site', async () => {
+    const { call, origin } = await start('1', 'http_host', 'https');
+    expect(origin).toMatch(/^https:/);
+    expect((await call('POST', '/setup', { ...ADMIN, confirm_password: ADMIN.password })).status).toBe(200);
+    expect((await call('POST', '/login', ADMIN)).status).toBe(200);
+
+    const plain = origin.replace(/^https:/, 'http:');
+    const refused = await call('POST', '/login', ADMIN, { origin: plain });
+    expect(refused.status).toBe(403);
+    expect(refused.json()).toMatchObject({ code: 'cross_site_request', error: expect.stringContaining(`comes from ${plain}`) });
+    expect(refused.json<{ error: string }>().error).toContain(`(${origin})`);
+  });
+
+  it('without TRUST_PROXY, the scheme the proxy claims is not believed: the https Origin is refused, naming X-Forwarded-Proto', async () => {
+    const { call, origin } = await start('false', 'http_host', 'https');
+    const refused = await call('POST', '/setup', { ...ADMIN, confirm_password: ADMIN.password });
+    expect(refused.status).toBe(403);
+    expect(refused.json<{ error: string }>().error).toContain(`comes from ${origin}`);
+    expect(refused.json<{ error: string }>().error).toContain('X-Forwarded-Proto');
   });
 });

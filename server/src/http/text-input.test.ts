@@ -129,12 +129,16 @@ describe('text that cannot be stored', () => {
     expectRefused(event, 'file');
   });
 
-  it('answers 400, not a crash, to a deeply nested body carrying a NUL', async () => {
+  it('answers 400, not a crash, to a nested body carrying a NUL, and refuses a too deeply nested one before reading it', async () => {
     const cookie = await visitor();
-    const payload = `{"message":${'['.repeat(30_000)}"x\\u0000"${']'.repeat(30_000)}}`;
-    const response = await ctx.app.inject({ method: 'POST', url: '/public/chat/send', headers: { cookie, 'content-type': 'application/json' }, payload });
+    const nested = `{"message":${'['.repeat(20)}"x\\u0000"${']'.repeat(20)}}`;
+    const response = await ctx.app.inject({ method: 'POST', url: '/public/chat/send', headers: { cookie, 'content-type': 'application/json' }, payload: nested });
     expect(response.statusCode).toBe(400);
     expect(response.json().field).toMatch(/^message\.0\.0\.0\.0\.0\.….0\.0\.0\.0$/);
+    const deep = `{"message":${'['.repeat(30_000)}"x\\u0000"${']'.repeat(30_000)}}`;
+    const tooDeep = await ctx.app.inject({ method: 'POST', url: '/public/chat/send', headers: { cookie, 'content-type': 'application/json' }, payload: deep });
+    expect(tooDeep.statusCode).toBe(400);
+    expect(tooDeep.json().code).toBe('json_too_deep');
     expect(await count('public_chat_messages')).toBe(0);
   });
 });

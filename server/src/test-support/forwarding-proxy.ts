@@ -17,6 +17,8 @@ export interface ForwardingProxyOptions {
    * only (nginx's `$host` drops the port).
    */
   hostHeader: 'http_host' | 'host';
+  /** The scheme the proxy says the client used (X-Forwarded-Proto): `https` for a proxy that terminates TLS. */
+  forwardedProto?: 'http' | 'https';
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
@@ -38,7 +40,7 @@ export async function startForwardingProxy(options: ForwardingProxyOptions): Pro
     const seen = incoming.socket.remoteAddress ?? '';
     const earlier = incoming.headers['x-forwarded-for'];
     headers['x-forwarded-for'] = earlier ? `${[earlier].flat().join(', ')}, ${seen}` : seen;
-    headers['x-forwarded-proto'] = 'http';
+    headers['x-forwarded-proto'] = options.forwardedProto ?? 'http';
     const upstream = httpRequest(
       { host: target.hostname, port: target.port, method: incoming.method, path: incoming.url, headers },
       (answer) => {

@@ -17,16 +17,19 @@ const sessions = lazy(() => import('./public-chat/SessionsPage.tsx'));
 const rateLimits = lazy(() => import('./public-chat/RateLimitsPage.tsx'));
 const providerLogs = lazy(() => import('./public-chat/ProviderLogsPage.tsx'));
 const crawlerEvents = lazy(() => import('./crawler/CrawlerEventsPage.tsx'));
+const users = lazy(() => import('./users/UsersPage.tsx'));
+const askCommands = lazy(() => import('./discord/AskCommandsPage.tsx'));
+const discordMessages = lazy(() => import('./discord/DiscordMessagesPage.tsx'));
 
 /** Every console route of SPEC §2 except login and setup. */
 export const ADMIN_SCREENS: AdminScreen[] = [
   { path: 'status', title: 'System Status', page: status },
   { path: 'commands', title: 'Control Panel', page: commands },
   { path: 'config', title: 'Bot Config', page: config },
-  { path: 'users', title: 'Users List', page: comingSoon },
+  { path: 'users', title: 'Users List', page: users },
   { path: 'watch', title: 'Watch', page: comingSoon },
-  { path: 'ask_commands', title: 'Ask Commands', page: comingSoon },
-  { path: 'discord_messages', title: 'Discord Messages', page: comingSoon },
+  { path: 'ask_commands', title: 'Ask Commands', page: askCommands },
+  { path: 'discord_messages', title: 'Discord Messages', page: discordMessages },
   { path: 'public_chat_messages', title: 'Public Chat Messages', page: messages },
   { path: 'public_chat_sessions', title: 'Public Chat Sessions', page: sessions },
   { path: 'public_chat_rate_limits', title: 'Public Chat Rate Limits', page: rateLimits },

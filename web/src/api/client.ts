@@ -56,6 +56,23 @@ export function queryString(query: RequestOptions['query']): string {
 }
 
 export async function apiRequest<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  return readJson<T>(await send(method, path, options), path);
+}
+
+/**
+ * A GET whose reply also carries the list's true total in `X-Total-Count`
+ * (DESIGN §7: the Users list, ask commands, Discord messages); total is null
+ * when the server did not send one.
+ */
+export async function getCounted<T>(path: string, options: RequestOptions = {}): Promise<{ body: T; total: number | null }> {
+  const response = await send('GET', path, options);
+  const body = await readJson<T>(response, path);
+  const header = response.headers.get('x-total-count');
+  const total = header === null ? null : Number(header);
+  return { body, total: total !== null && Number.isFinite(total) ? total : null };
+}
+
+async function send(method: string, path: string, options: RequestOptions): Promise<Response> {
   const controller = new AbortController();
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -75,8 +92,7 @@ export async function apiRequest<T>(method: string, path: string, options: Reque
   } finally {
     clearTimeout(timer);
   }
-
-  return readJson<T>(response, path);
+  return response;
 }
 
 /** A response's JSON body, or ApiError with its status and the server's text when it is not 2xx. */

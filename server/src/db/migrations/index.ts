@@ -15,7 +15,10 @@ import * as tokenBudget from './20261126T090000-token-budget.ts';
 import * as discordBot from './20261127T140000-discord-bot.ts';
 import * as chatConversations from './20261127T160000-chat-conversations.ts';
 import * as cluster from './20261128T090000-cluster.ts';
+import * as watchTokens from './20261129T100000-watch-tokens.ts';
 import * as feedbackOncePerType from './20261129T120000-feedback-once-per-type.ts';
+import * as loginDelays from './20261129T130000-login-delays.ts';
+import * as pollBudget from './20261129T160000-poll-budget.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -41,7 +44,10 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261127T140000-discord-bot': discordBot,
   '20261127T160000-chat-conversations': chatConversations,
   '20261128T090000-cluster': cluster,
+  '20261129T100000-watch-tokens': watchTokens,
   '20261129T120000-feedback-once-per-type': feedbackOncePerType,
+  '20261129T130000-login-delays': loginDelays,
+  '20261129T160000-poll-budget': pollBudget,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */

@@ -22,11 +22,13 @@ export interface AdminSessionTable {
   absolute_expires_at: string;
 }
 
-/** Failed sign-in attempts in the current window, keyed by client IP or username+IP. */
+/** Failed sign-in attempts in the current window, keyed by client IP, username+IP, account or device. */
 export interface LoginThrottleTable {
   key: string;
   window_start: string;
   failures: number;
+  /** An account's next attempt from an unknown device waits until then (null: no wait). */
+  blocked_until: string | null;
 }
 
 /** Process-wide values kept in the database (e.g. the generated session secret). */
@@ -34,4 +36,13 @@ export interface AppSettingTable {
   name: string;
   value: string;
   created_at: string;
+}
+
+/** A single-use Watch token (DESIGN §9): its SHA-256, the admin session it belongs to, and when it stops being accepted. */
+export interface WatchTokenTable {
+  id: string;
+  session_id: string;
+  username: string;
+  created_at: string;
+  expires_at: string;
 }

@@ -1,5 +1,5 @@
 import type { AskCommandFeedbackTable, AskCommandFeedbackUndoTable, AskCommandTable, DiscordGatewayTable, DiscordMessageTable, TokenSpendTable, UserTable } from './ask.ts';
-import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable } from './admin.ts';
+import type { AdminSessionTable, AdminUserTable, AppSettingTable, LoginThrottleTable, WatchTokenTable } from './admin.ts';
 import type {
   ContentPartTable,
   KnowledgeDocumentTable,
@@ -30,6 +30,7 @@ export interface DB {
   admin_sessions: AdminSessionTable;
   login_throttle: LoginThrottleTable;
   app_settings: AppSettingTable;
+  watch_tokens: WatchTokenTable;
   runtime_config: RuntimeConfigTable;
 
   public_chat_sessions: PublicChatSessionTable;

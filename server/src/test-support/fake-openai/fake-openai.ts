@@ -65,6 +65,12 @@ export interface Knobs {
   deltaDelayMs: number;
   /** Drops streams mid-way; cleared once used up. */
   dropStream?: StreamDrop;
+  /**
+   * Plays every duration above this many times faster (default 1), so a
+   * test can have a 60 s run (`runDurationMs: 60_000`) finish in a second
+   * with `timeScale: 60`, against a server on a clock sped up as much.
+   */
+  timeScale: number;
 }
 
 export interface JournalEntry {
@@ -121,6 +127,7 @@ interface StoredResponse {
   conversationId: string | null;
   input: MessageItem[];
   vectorStoreIds: string[];
+  /** When it finishes (ms since the epoch); a streamed one: when its final event went out. */
   finishAt: number;
   finalStatus: FinalStatus;
   /** Created with `stream: true`: its events, as sent so far, and the streams waiting for more. */
@@ -149,7 +156,7 @@ export interface State {
   vectorStores: Map<string, VectorStore>;
 }
 
-const DEFAULT_KNOBS: Knobs = { latencyMs: 0, runDurationMs: 50, finalStatus: 'completed', failures: [], deltaDelayMs: 0 };
+const DEFAULT_KNOBS: Knobs = { latencyMs: 0, runDurationMs: 50, finalStatus: 'completed', failures: [], deltaDelayMs: 0, timeScale: 1 };
 
 class HttpError extends Error {
   readonly status: number;
@@ -172,6 +179,8 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
   const knobs: Knobs = { ...DEFAULT_KNOBS, failures: [], ...options.knobs };
   const journal: JournalEntry[] = [];
   const state: State = { conversations: new Map(), responses: new Map(), files: new Map(), vectorStores: new Map() };
+  /** A knob's duration in real milliseconds. */
+  const scaled = (ms: number) => ms / (knobs.timeScale > 0 ? knobs.timeScale : 1);
 
   const server = createServer((request, response) => {
     void handle(request, response).catch((error: unknown) => {
@@ -200,7 +209,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
       authorization: request.headers.authorization ?? null,
       at: Date.now(),
     });
-    if (knobs.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, knobs.latencyMs));
+    if (knobs.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, scaled(knobs.latencyMs)));
 
     if (request.headers.authorization !== `Bearer ${apiKey}`) {
       throw new HttpError(401, 'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.', {
@@ -373,7 +382,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
       conversationId,
       input,
       vectorStoreIds,
-      finishAt: Date.now() + (json.background ? knobs.runDurationMs : 0),
+      finishAt: Date.now() + (json.background ? scaled(knobs.runDurationMs) : 0),
       finalStatus: knobs.finalStatus,
     };
     state.responses.set(responseId, stored);
@@ -390,7 +399,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
     // A streamed response moves on with its events, not with the clock.
     if (!stored.stream && (body.status === 'queued' || body.status === 'in_progress')) {
       if (Date.now() < stored.finishAt) {
-        body.status = body.status === 'queued' && Date.now() > stored.finishAt - knobs.runDurationMs / 2 ? 'in_progress' : body.status;
+        body.status = body.status === 'queued' && Date.now() > stored.finishAt - scaled(knobs.runDurationMs) / 2 ? 'in_progress' : body.status;
         return { ...body };
       }
       finish(stored);
@@ -460,7 +469,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
       feed.over = true;
       for (const listener of feed.listeners) listener();
     };
-    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, scaled(ms))));
     const cancelled = () => body.status === 'cancelled';
 
     emit('response.created', { response: { ...body } });
@@ -499,6 +508,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
     emit('response.content_part.done', { output_index: outputIndex, item_id: messageId, content_index: 0, part });
     emit('response.output_item.done', { output_index: outputIndex, item: { ...item, status: 'completed', content: [part] } });
     finish(stored, composed, messageId);
+    stored.finishAt = Date.now();
     emit(stored.finalStatus === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: { ...body } });
     end();
   }

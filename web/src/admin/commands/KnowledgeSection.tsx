@@ -4,7 +4,7 @@ import DownloadOutlined from '@mui/icons-material/DownloadOutlined';
 import { Alert, Box, Button, Card, CardContent, Chip, Skeleton, Stack, Tooltip, Typography } from '@mui/material';
 import { useQuery } from '@tanstack/react-query';
 import { api, describeHttpError } from '../../api/client.ts';
-import { formatDateTime } from '../../components/format.ts';
+import { DateTime } from '../../components/DateTime.tsx';
 
 export const KNOWLEDGE_QUERY_KEY = ['knowledge'];
 
@@ -72,7 +72,7 @@ export function KnowledgeSection({ busy, onDelete }: { busy: boolean; onDelete: 
                     </Tooltip>
                   </Stack>
                   <Typography variant="body2" color="text.secondary" sx={{ overflowWrap: 'anywhere' }}>
-                    {document.filename} · {size(document.bytes)} · {formatDateTime(document.updated_at)}
+                    {document.filename} · {size(document.bytes)} · {<DateTime value={document.updated_at} />}
                   </Typography>
                   {document.provider_error && (
                     <Typography variant="body2" color="error.main">

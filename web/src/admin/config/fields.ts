@@ -74,8 +74,9 @@ export const SECTIONS: SectionSpec[] = [
       { name: 'daily_token_budget', label: 'Daily token budget', kind: 'integer', min: 0, max: 1_000_000_000, help: 'OpenAI tokens the chat and the bot may spend per convention day (midnight to midnight in the convention\'s zone); 0 = no cap.' },
       { name: 'token_budget_action', label: 'When the budget is spent', kind: 'select', options: TOKEN_BUDGET_ACTIONS, help: 'offline: answer with the offline assistant until midnight; pause: answer nobody until midnight or until the budget is raised.' },
       { name: 'openai_max_requests_per_second', label: 'Max runs per second', kind: 'decimal', min: 0.1, max: 1000, help: 'Cap on new assistant runs per second, per server process.' },
-      { name: 'assistant_poll_interval', label: 'Poll interval', kind: 'text', help: 'First wait before checking a run again, e.g. 3s or 500ms.' },
-      { name: 'assistant_max_poll_interval', label: 'Max poll interval', kind: 'text', help: 'The wait grows up to this, e.g. 30s.' },
+      { name: 'openai_max_polls_per_second', label: 'Max status checks per second', kind: 'integer', min: 1, max: 1000, help: 'Budget for checking runs that are not streamed, shared by every run and every server process. Enough for runs in flight ÷ poll interval keeps every answer within the interval.' },
+      { name: 'assistant_poll_interval', label: 'Poll interval', kind: 'text', help: 'How often a run that is not streamed is checked, e.g. 3s or 500ms: its answer arrives within this of being ready.' },
+      { name: 'assistant_max_poll_interval', label: 'Max poll interval', kind: 'text', help: 'Kept for compatibility: checks no longer back off (the status-check budget bounds them), so this has no effect.' },
     ],
   },
   {

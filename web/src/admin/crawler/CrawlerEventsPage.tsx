@@ -3,7 +3,8 @@ import ArrowBack from '@mui/icons-material/ArrowBack';
 import { Button, Chip } from '@mui/material';
 import { useState } from 'react';
 import { Link as RouterLink, useSearchParams } from 'react-router';
-import { formatDateTime, formatDuration } from '../../components/format.ts';
+import { formatDuration } from '../../components/format.ts';
+import { DateTime } from '../../components/DateTime.tsx';
 import { DetailsDialog } from '../../components/list/DetailsDialog.tsx';
 import { ListPage, ORDER_FILTER, type ColumnDef, type FilterDef } from '../../components/list/ListPage.tsx';
 import { Truncated } from '../../components/Truncated.tsx';
@@ -31,7 +32,7 @@ const COLUMNS: ColumnDef<CrawlerEvent>[] = [
   { label: 'Duration', render: (event) => formatDuration(event.duration), narrow: true },
   { label: 'Location', render: (event) => event.where ?? 'N/A' },
   { label: 'Speakers', render: (event) => <Truncated text={event.speakers} max={40} /> },
-  { label: 'Start Time', render: (event) => formatDateTime(event.start_at), narrow: true },
+  { label: 'Start Time', render: (event) => <DateTime value={event.start_at} />, narrow: true },
 ];
 
 /** Crawler Events (SPEC §2): the events a run found; `?crawler_run_id=` narrows to one run. */
@@ -71,14 +72,14 @@ export default function CrawlerEventsPage() {
             { label: 'Track', value: <TrackChip track={selected.track} /> },
             { label: 'When', value: selected.when },
             { label: 'Date', value: selected.date },
-            { label: 'Start', value: formatDateTime(selected.start_at) },
-            { label: 'End', value: formatDateTime(selected.end_at) },
+            { label: 'Start', value: <DateTime value={selected.start_at} /> },
+            { label: 'End', value: <DateTime value={selected.end_at} /> },
             { label: 'Duration', value: formatDuration(selected.duration) },
             { label: 'Location', value: selected.where },
             { label: 'Speakers', value: selected.speakers },
             { label: 'Status', value: selected.status },
             { label: 'Description', value: selected.description, pre: true },
-            { label: 'Created', value: formatDateTime(selected.created_at) },
+            { label: 'Created', value: <DateTime value={selected.created_at} /> },
           ]}
         />
       )}

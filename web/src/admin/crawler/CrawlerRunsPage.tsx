@@ -2,6 +2,7 @@ import type { CrawlerRun, ScheduleChangeRow } from '@concierge/contract';
 import { Box, Button, Chip, List, ListItem, ListItemText, Stack, Typography } from '@mui/material';
 import { useState } from 'react';
 import { useNavigate } from 'react-router';
+import { DateTime } from '../../components/DateTime.tsx';
 import { formatDateTime } from '../../components/format.ts';
 import { DetailsDialog } from '../../components/list/DetailsDialog.tsx';
 import { ListPage, ORDER_FILTER, YES_NO_OPTIONS, type ColumnDef, type FilterDef } from '../../components/list/ListPage.tsx';
@@ -30,7 +31,7 @@ const COLUMNS: ColumnDef<CrawlerRun>[] = [
   { label: 'Tracks', render: (run) => <Truncated text={run.tracks} max={20} /> },
   { label: 'Events', render: (run) => run.event_count, narrow: true },
   { label: 'Speakers', render: (run) => run.speaker_count, narrow: true },
-  { label: 'Created', render: (run) => formatDateTime(run.created_at), narrow: true },
+  { label: 'Created', render: (run) => <DateTime value={run.created_at} />, narrow: true },
 ];
 
 const CHANGE_LABEL: Record<ScheduleChangeRow['kind'], string> = {
@@ -44,7 +45,7 @@ const CHANGE_LABEL: Record<ScheduleChangeRow['kind'], string> = {
 
 function describePlacement(placement: ScheduleChangeRow['after']): string {
   if (!placement) return '';
-  return `${new Date(placement.start).toLocaleString()}${placement.location ? ` · ${placement.location}` : ''}`;
+  return `${formatDateTime(placement.start)}${placement.location ? ` · ${placement.location}` : ''}`;
 }
 
 /** Crawler Runs (SPEC §2): every schedule refresh, with what changed. */
@@ -94,8 +95,8 @@ export default function CrawlerRunsPage() {
             { label: 'Time Zone', value: selected.time_zone },
             { label: 'Forced', value: selected.forced ? 'yes' : 'no' },
             { label: 'Duration', value: selected.duration_ms === null ? null : `${selected.duration_ms} ms` },
-            { label: 'Created', value: formatDateTime(selected.created_at) },
-            { label: 'Updated', value: formatDateTime(selected.updated_at) },
+            { label: 'Created', value: <DateTime value={selected.created_at} /> },
+            { label: 'Updated', value: <DateTime value={selected.updated_at} /> },
             { label: 'Error', value: selected.error, error: true },
           ]}
         >

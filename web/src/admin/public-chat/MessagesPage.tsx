@@ -3,7 +3,8 @@ import { Button, Chip, Dialog, DialogActions, DialogContent, DialogTitle, List, 
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../../api/client.ts';
-import { cut, formatDateTime } from '../../components/format.ts';
+import { cut } from '../../components/format.ts';
+import { DateTime } from '../../components/DateTime.tsx';
 import { DetailsDialog } from '../../components/list/DetailsDialog.tsx';
 import { ListPage, ORDER_FILTER, type ColumnDef, type FilterDef } from '../../components/list/ListPage.tsx';
 import { Truncated } from '../../components/Truncated.tsx';
@@ -61,7 +62,7 @@ function FeedbackDialog({ message, onClose }: { message: PublicChatMessage; onCl
                   primary={
                     <>
                       <Chip size="small" label={feedbackLabel(item.type)} sx={{ mr: 1 }} />
-                      {formatDateTime(item.created_at)}
+                      {<DateTime value={item.created_at} />}
                     </>
                   }
                   secondary={[item.description, item.detail && `Detail: ${item.detail}`, item.client_ip && `IP: ${item.client_ip}`].filter(Boolean).join(' · ') || undefined}
@@ -91,7 +92,7 @@ export default function MessagesPage() {
     { label: 'Response', render: (row) => <Truncated text={row.response} max={100} empty="-" />, wide: true },
     { label: 'State', render: (row) => <StateChip state={row.state} />, narrow: true },
     { label: 'Tokens', render: (row) => row.total_tokens, narrow: true },
-    { label: 'Created', render: (row) => formatDateTime(row.created_at), narrow: true },
+    { label: 'Created', render: (row) => <DateTime value={row.created_at} />, narrow: true },
     {
       label: 'Feedback',
       narrow: true,
@@ -143,8 +144,8 @@ export default function MessagesPage() {
             { label: 'Total Tokens', value: selected.total_tokens },
             { label: 'Processing Duration ms', value: selected.processing_duration_ms },
             { label: 'Response Latency ms', value: selected.response_latency_ms },
-            { label: 'Created', value: formatDateTime(selected.created_at) },
-            { label: 'Updated', value: formatDateTime(selected.updated_at) },
+            { label: 'Created', value: <DateTime value={selected.created_at} /> },
+            { label: 'Updated', value: <DateTime value={selected.updated_at} /> },
             { label: 'Response', value: selected.response, pre: true },
             { label: 'Error', value: selected.error, error: true },
           ]}

@@ -2,7 +2,8 @@ import { PROVIDER_LOG_KINDS, type ProviderLog, type ProviderLogKind } from '@con
 import { Button } from '@mui/material';
 import { useState } from 'react';
 import { useLocation } from 'react-router';
-import { formatDateTime, prettyJson } from '../../components/format.ts';
+import { prettyJson } from '../../components/format.ts';
+import { DateTime } from '../../components/DateTime.tsx';
 import { DetailsDialog } from '../../components/list/DetailsDialog.tsx';
 import { ListPage, ORDER_FILTER, YES_NO_OPTIONS, type ColumnDef, type FilterDef } from '../../components/list/ListPage.tsx';
 import { ErrorSuccessChip } from '../../components/StatusChip.tsx';
@@ -44,7 +45,7 @@ const COLUMNS: ColumnDef<ProviderLog>[] = [
   { label: 'Client IP', render: (row) => row.client_ip ?? 'N/A', narrow: true },
   { label: 'Duration', render: (row) => logDuration(row), narrow: true },
   { label: 'Status', render: (row) => <ErrorSuccessChip error={row.error} />, narrow: true },
-  { label: 'Created', render: (row) => formatDateTime(row.created_at), narrow: true },
+  { label: 'Created', render: (row) => <DateTime value={row.created_at} />, narrow: true },
 ];
 
 /** The five AI call log screens, one shared page; the route says which log (SPEC §2). */
@@ -78,8 +79,8 @@ export default function ProviderLogsPage() {
             { label: 'Ask Command ID', value: selected.ask_command_id },
             { label: 'Client IP', value: selected.client_ip },
             { label: 'User Agent', value: selected.user_agent },
-            { label: 'Request Started', value: formatDateTime(selected.request_started) },
-            { label: 'Request Ended', value: formatDateTime(selected.request_ended) },
+            { label: 'Request Started', value: <DateTime value={selected.request_started} /> },
+            { label: 'Request Ended', value: <DateTime value={selected.request_ended} /> },
             { label: 'Duration', value: logDuration(selected) },
             { label: 'Status', value: <ErrorSuccessChip error={selected.error} /> },
             { label: 'Request Body', value: prettyJson(selected.request_body), pre: true },

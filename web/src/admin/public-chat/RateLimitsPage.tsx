@@ -1,7 +1,7 @@
 import type { RateLimit } from '@concierge/contract';
 import { Button, Chip } from '@mui/material';
 import { useState } from 'react';
-import { formatDateTime } from '../../components/format.ts';
+import { DateTime } from '../../components/DateTime.tsx';
 import { DetailsDialog } from '../../components/list/DetailsDialog.tsx';
 import { ListPage, ORDER_FILTER, YES_NO_OPTIONS, type ColumnDef, type FilterDef } from '../../components/list/ListPage.tsx';
 import { Truncated } from '../../components/Truncated.tsx';
@@ -34,8 +34,8 @@ const COLUMNS: ColumnDef<RateLimit>[] = [
   { label: 'Requests', render: (row) => `${row.request_count} / ${row.max_requests}`, narrow: true },
   { label: 'Usage %', render: (row) => <UsageChip row={row} />, narrow: true },
   { label: 'Status', render: (row) => <LimitedChip limited={row.limited} />, narrow: true },
-  { label: 'Window Start', render: (row) => formatDateTime(row.window_start), narrow: true },
-  { label: 'Window End', render: (row) => formatDateTime(row.window_end), narrow: true },
+  { label: 'Window Start', render: (row) => <DateTime value={row.window_start} />, narrow: true },
+  { label: 'Window End', render: (row) => <DateTime value={row.window_end} />, narrow: true },
 ];
 
 /** Public Chat Rate Limits (SPEC §2). */
@@ -66,12 +66,12 @@ export default function RateLimitsPage() {
             { label: 'Requests', value: `${selected.request_count} / ${selected.max_requests}` },
             { label: 'Usage %', value: <UsageChip row={selected} /> },
             { label: 'Status', value: <LimitedChip limited={selected.limited} /> },
-            { label: 'Limited At', value: formatDateTime(selected.limited_at) },
-            { label: 'Window Start', value: formatDateTime(selected.window_start) },
-            { label: 'Window End', value: formatDateTime(selected.window_end) },
+            { label: 'Limited At', value: <DateTime value={selected.limited_at} /> },
+            { label: 'Window Start', value: <DateTime value={selected.window_start} /> },
+            { label: 'Window End', value: <DateTime value={selected.window_end} /> },
             { label: 'Notes', value: selected.notes },
-            { label: 'Created', value: formatDateTime(selected.created_at) },
-            { label: 'Updated', value: formatDateTime(selected.updated_at) },
+            { label: 'Created', value: <DateTime value={selected.created_at} /> },
+            { label: 'Updated', value: <DateTime value={selected.updated_at} /> },
           ]}
         />
       )}

@@ -1,7 +1,7 @@
 import type { PublicChatSession } from '@concierge/contract';
 import { Button, Chip } from '@mui/material';
 import { useState } from 'react';
-import { formatDateTime } from '../../components/format.ts';
+import { DateTime } from '../../components/DateTime.tsx';
 import { DetailsDialog } from '../../components/list/DetailsDialog.tsx';
 import { ListPage, ORDER_FILTER, YES_NO_OPTIONS, type ColumnDef, type FilterDef } from '../../components/list/ListPage.tsx';
 import { Truncated } from '../../components/Truncated.tsx';
@@ -40,8 +40,8 @@ const COLUMNS: ColumnDef<PublicChatSession>[] = [
   { label: 'Messages', render: (row) => row.message_count, narrow: true },
   { label: 'Tokens', render: (row) => row.total_tokens, narrow: true },
   { label: 'Status', render: (row) => <SessionStatus session={row} />, narrow: true },
-  { label: 'First Seen', render: (row) => formatDateTime(row.first_seen_at), narrow: true },
-  { label: 'Last Seen', render: (row) => formatDateTime(row.last_seen_at), narrow: true },
+  { label: 'First Seen', render: (row) => <DateTime value={row.first_seen_at} />, narrow: true },
+  { label: 'Last Seen', render: (row) => <DateTime value={row.last_seen_at} />, narrow: true },
 ];
 
 /** Public Chat Sessions (SPEC §2); Clear Filters also goes back to newest first. */
@@ -76,11 +76,11 @@ export default function SessionsPage() {
             { label: 'Messages', value: selected.message_count },
             { label: 'Total Tokens', value: selected.total_tokens },
             { label: 'Verified', value: selected.verified ? 'yes' : 'no' },
-            { label: 'First Seen', value: formatDateTime(selected.first_seen_at) },
-            { label: 'Last Seen', value: formatDateTime(selected.last_seen_at) },
-            { label: 'Expires', value: formatDateTime(selected.expires_at) },
-            { label: 'Created', value: formatDateTime(selected.created_at) },
-            { label: 'Updated', value: formatDateTime(selected.updated_at) },
+            { label: 'First Seen', value: <DateTime value={selected.first_seen_at} /> },
+            { label: 'Last Seen', value: <DateTime value={selected.last_seen_at} /> },
+            { label: 'Expires', value: <DateTime value={selected.expires_at} /> },
+            { label: 'Created', value: <DateTime value={selected.created_at} /> },
+            { label: 'Updated', value: <DateTime value={selected.updated_at} /> },
             { label: 'Error', value: selected.error, error: true },
           ]}
         />

@@ -3,7 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
 import { api, describeHttpError } from '../../api/client.ts';
 import { Page } from '../../app/Layout.tsx';
-import { formatDateTime } from '../../components/format.ts';
+import { DateTime } from '../../components/DateTime.tsx';
 
 interface BotStatus {
   paused: boolean;
@@ -126,7 +126,7 @@ function retentionRows(retention: NonNullable<BotStatus['retention']>): [string,
     ['Client addresses', days(retention.client_ip_days)],
     ['AI call bodies', days(retention.call_bodies_days)],
     ['Crawler events', retention.crawler_runs_kept === 0 ? 'all runs' : `last ${n(retention.crawler_runs_kept)} runs`],
-    ['Last clean-up', pass ? formatDateTime(pass.at) : 'not yet'],
+    ['Last clean-up', pass ? <DateTime value={pass.at} /> : 'not yet'],
     ...(pass
       ? ([
           [
@@ -165,7 +165,7 @@ function discordRows(discord: NonNullable<BotStatus['discord']>): [string, React
     ...(discord.reason
       ? ([['Why', <Typography key="why" component="span" variant="body2" color={state === 'failed' ? 'error' : 'text.secondary'} sx={{ wordBreak: 'break-word' }}>{discord.reason}</Typography>]] as [string, ReactNode][])
       : []),
-    ...(discord.connected ? ([['Connected since', formatDateTime(discord.connected_at ?? null)]] as [string, ReactNode][]) : []),
+    ...(discord.connected ? ([['Connected since', <DateTime value={discord.connected_at ?? null} />]] as [string, ReactNode][]) : []),
     ['Connects', n(discord.connects)],
     ['Disconnects', n(discord.disconnects)],
     ['Messages handled', n(discord.messages_handled)],
@@ -261,10 +261,10 @@ function StatusTables({ status }: { status: BotStatus }) {
             title="Crawler"
             rows={[
               ['Enabled', yesNo(status.crawler.enabled)],
-              ['Last run', formatDateTime(status.crawler.last_run)],
+              ['Last run', <DateTime value={status.crawler.last_run} />],
               ['Runs triggered', n(status.crawler.runs_triggered)],
-              ['Last success', formatDateTime(status.crawler.last_success_at ?? null)],
-              ['Last failure', formatDateTime(status.crawler.last_failure_at ?? null)],
+              ['Last success', <DateTime value={status.crawler.last_success_at ?? null} />],
+              ['Last failure', <DateTime value={status.crawler.last_failure_at ?? null} />],
               [
                 'Failures in a row',
                 <Typography key="failures" component="span" variant="body2" color={status.crawler.consecutive_failures ? 'error' : undefined}>

@@ -14,7 +14,7 @@ import {
   Typography,
 } from '@mui/material';
 import type { SxProps, Theme } from '@mui/material';
-import { useInfiniteQuery } from '@tanstack/react-query';
+import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useState, type FormEvent, type ReactNode } from 'react';
 import { useSearchParams } from 'react-router';
 import { api } from '../../api/client.ts';
@@ -57,8 +57,8 @@ export interface ListPageProps<Row extends { id: number }> {
   title: ReactNode;
   /** The list endpoint, e.g. /api/crawler_runs. */
   endpoint: string;
-  /** Where the rows are in the reply, e.g. crawler_runs. */
-  rowsKey: string;
+  /** Where the rows are in the reply, e.g. crawler_runs; absent when the reply is the array itself (ask commands, Discord messages). */
+  rowsKey?: string;
   filters: FilterDef[];
   columns: ColumnDef<Row>[];
   /** Buttons for a row's Actions cell. */
@@ -88,7 +88,7 @@ const toQueryValue = (filter: FilterDef | undefined, value: string) => (filter?.
  * table wider than the screen: every column stays readable without
  * scrolling sideways.
  */
-const STACK_ON_PHONES: SxProps<Theme> = (theme) => ({
+export const STACK_ON_PHONES: SxProps<Theme> = (theme) => ({
   [theme.breakpoints.down('sm')]: {
     '& thead': { display: 'none' },
     '& tbody tr': { display: 'block', py: 1, borderBottom: 1, borderColor: 'divider' },
@@ -124,6 +124,16 @@ const STACK_ON_PHONES: SxProps<Theme> = (theme) => ({
 export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) {
   const { endpoint, rowsKey, filters, columns, actions } = props;
   const [searchParams, setSearchParams] = useSearchParams();
+  const queryClient = useQueryClient();
+  /**
+   * A change of filter starts again from the first page (SPEC §2), even back
+   * to filters seen before: their cached pages (and Load More offset) go.
+   * The list on screen is left alone until the new one replaces it.
+   */
+  const showFromFirstPage = (next: URLSearchParams) => {
+    queryClient.removeQueries({ queryKey: ['list', endpoint], type: 'inactive' });
+    setSearchParams(next);
+  };
   // Keyed by content, so callers may pass fresh arrays on every render.
   const namesKey = filters.map((filter) => filter.name).join(',');
   const fixedKey = (props.fixedParams ?? []).join(',');
@@ -142,8 +152,9 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
     initialPageParam: 0,
     queryFn: async ({ pageParam }) => {
       try {
-        const reply = await api.get<Record<string, unknown>>(endpoint, { query: { ...applied, limit: PAGE_SIZE, offset: pageParam } });
-        return (reply[rowsKey] as Row[]) ?? [];
+        const reply = await api.get<Record<string, unknown> | Row[]>(endpoint, { query: { ...applied, limit: PAGE_SIZE, offset: pageParam } });
+        if (Array.isArray(reply)) return reply;
+        return rowsKey ? ((reply[rowsKey] as Row[] | undefined) ?? []) : [];
       } catch (error) {
         // SPEC §8: list failures are logged, not shown; loading stops.
         console.error(`Error fetching ${endpoint}`, error);
@@ -165,14 +176,14 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
       const cleaned = toQueryValue(filter, value);
       if (cleaned) next.set(name, cleaned);
     }
-    setSearchParams(next);
+    showFromFirstPage(next);
   };
 
   const clear = () => {
     const next = new URLSearchParams();
     for (const name of fixedParams) if (applied[name]) next.set(name, applied[name]);
     setDraft({});
-    setSearchParams(next);
+    showFromFirstPage(next);
   };
 
   return (
@@ -227,7 +238,7 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
                       {column.label}
                     </TableCell>
                   ))}
-                  <TableCell sx={{ fontWeight: 700, width: 1 }}>Actions</TableCell>
+                  <TableCell sx={{ fontWeight: 700, width: '1%' }}>Actions</TableCell>
                 </TableRow>
               </TableHead>
               <TableBody>
