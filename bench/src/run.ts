@@ -18,6 +18,7 @@ import { formatResult, passed, type BenchResult } from './report.ts';
 import { availableEngines, sqliteEngine } from './engines.ts';
 import { benchLists } from './list-bench.ts';
 import { benchStatus } from './status-bench.ts';
+import { benchUploads } from './upload-bench.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -57,6 +58,11 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     run: async () => {
       for (const engine of await availableEngines('the crawl')) await benchCrawl(engine, report);
     },
+  },
+  {
+    // 100 parallel 20 MB uploads: the server's memory and /healthz (npm run bench -- uploads).
+    name: 'uploads',
+    run: () => benchUploads(report),
   },
   {
     name: 'lists',

@@ -40,7 +40,7 @@ describe('vector store endpoints', () => {
     expect(json.statusCode).toBe(400);
     const binary = await uploadKnowledge(ctx.app, admin, 'fake.txt', Buffer.from([0x00, 0xff, 0xfe]));
     expect(binary.statusCode).toBe(400);
-    expect(binary.json().error).toContain('text files only');
+    expect(binary.json()).toMatchObject({ code: 'not_text', error: 'fake.txt is not text: a .txt file must be UTF-8 text, and this one has binary content' });
   });
 
   it('refuses a file over the size limit (413) without storing it', async () => {

@@ -3,17 +3,17 @@ import { KnowledgeDocumentParamsSchema, KnowledgeReplySchema } from '@concierge/
 import fastifyMultipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { AppError, badRequest } from '../errors.ts';
+import { AppError } from '../errors.ts';
 import type { AssistantService } from './assistant.service.ts';
 import type { KnowledgeService } from './knowledge.service.ts';
 import { ProviderError } from './provider.ts';
-
-/** Largest file an operator may upload to the vector store. */
-export const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
+import { receiveUpload, UploadGate, type ReceivedUpload } from './upload.ts';
 
 /** Vector store endpoints of the control panel (SPEC §7). */
 export async function registerAssistantRoutes(app: FastifyInstance, assistant: AssistantService, knowledge: KnowledgeService): Promise<void> {
-  await app.register(fastifyMultipart, { limits: { fileSize: MAX_UPLOAD_BYTES, files: 1, fields: 5, parts: 6 } });
+  // The upload route reads its parts itself (receiveUpload), with its own limits.
+  await app.register(fastifyMultipart);
+  const uploads = new UploadGate();
   const tags = ['assistant'];
 
   app.get('/api/openai/vector_stores', { schema: { tags } }, async () => {
@@ -24,38 +24,29 @@ export async function registerAssistantRoutes(app: FastifyInstance, assistant: A
   });
 
   app.post('/api/openai/vector_store/upload', { schema: { tags }, config: { ownBody: true } }, async (request) => {
-    if (!request.isMultipart()) throw badRequest('Send the file as multipart/form-data in the field "file"', 'file_required');
-    const part = await request.file();
-    if (!part || part.fieldname !== 'file') throw badRequest('Send the file as multipart/form-data in the field "file"', 'file_required');
-    const filename = path.basename(part.filename || '').trim();
-    const extension = path.extname(filename).toLowerCase();
-    const accepted = assistant.provider.acceptedFileTypes;
-    if (!filename || !accepted.includes(extension)) {
-      throw new AppError(415, 'unsupported_file_type', `File type must be one of ${accepted.join(', ')}`, { field: 'file' });
-    }
-    let data: Buffer;
+    const leave = uploads.enter();
+    let upload: ReceivedUpload | undefined;
     try {
-      data = await part.toBuffer();
-    } catch (error) {
-      if (part.file.truncated || (error as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
-        throw new AppError(413, 'file_too_large', `File is too large (at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB)`, { field: 'file' });
-      }
-      throw error;
+      upload = await receiveUpload(request, assistant.provider.acceptedFileTypes);
+      const { filename } = upload;
+      const data = await upload.read();
+      const stored = await providerCall(() => knowledge.add({ kind: 'upload', filename, data }, { clientIp: request.ip }));
+      request.log.info({ filename, bytes: data.length, fileId: stored.id }, 'file added to the vector store');
+      return {
+        success: true,
+        file_id: stored.id,
+        filename: stored.filename,
+        bytes: stored.bytes,
+        vector_store_id: stored.vector_store_id,
+        replaced: stored.replaced,
+        message: `${stored.filename} (${stored.bytes} bytes) is in vector store ${stored.vector_store_id} as ${stored.id}${
+          stored.replaced.length ? `, replacing ${stored.replaced.join(', ')}` : ''
+        }`,
+      };
+    } finally {
+      await upload?.dispose();
+      leave();
     }
-    if (data.length === 0) throw new AppError(400, 'file_empty', 'File is empty', { field: 'file' });
-    const stored = await providerCall(() => knowledge.add({ kind: 'upload', filename, data }, { clientIp: request.ip }));
-    request.log.info({ filename, bytes: data.length, fileId: stored.id }, 'file added to the vector store');
-    return {
-      success: true,
-      file_id: stored.id,
-      filename: stored.filename,
-      bytes: stored.bytes,
-      vector_store_id: stored.vector_store_id,
-      replaced: stored.replaced,
-      message: `${stored.filename} (${stored.bytes} bytes) is in vector store ${stored.vector_store_id} as ${stored.id}${
-        stored.replaced.length ? `, replacing ${stored.replaced.join(', ')}` : ''
-      }`,
-    };
   });
 }
 

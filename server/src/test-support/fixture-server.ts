@@ -11,6 +11,8 @@ export interface FixtureRoute {
   streamBytes?: number;
   /** Waits this long before answering. */
   delayMs?: number;
+  /** A redirect: answered with this Location (and `status`, 302 by default). */
+  location?: string;
 }
 
 export interface FixtureServer {
@@ -57,6 +59,10 @@ function answer(request: IncomingMessage, response: ServerResponse, route: Fixtu
   }
   const headers: Record<string, string> = { 'content-type': route.contentType ?? 'text/plain' };
   if (route.etag) headers.etag = route.etag;
+  if (route.location) {
+    response.writeHead(route.status ?? 302, { ...headers, location: route.location }).end('moved');
+    return;
+  }
   if (route.streamBytes) {
     response.writeHead(route.status ?? 200, headers);
     const chunk = Buffer.alloc(64 * 1024, 'A');
