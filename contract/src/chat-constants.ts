@@ -38,3 +38,34 @@ export const CHAT_STREAM_EVENTS = { delta: 'delta', done: 'done' } as const;
 
 /** GET /public/schedule/events/{uid}.ics: an event source's "Add to calendar" (the UID URL-encoded). */
 export const scheduleEventCalendarUrl = (uid: string) => `/public/schedule/events/${encodeURIComponent(uid)}.ics`;
+
+/** The longest answer stored and served (characters): past it, an answer is cut and marked (ANSWER_TRUNCATED_MARK). */
+export const ANSWER_MAX_LENGTH = 64 * 1024;
+/** What ends an answer that was cut at ANSWER_MAX_LENGTH. */
+export const ANSWER_TRUNCATED_MARK = '*[Answer truncated: it was longer than 64 KB.]*';
+/** Where a too-long answer is cut: room left under the maximum for a closing code fence and the mark. */
+const ANSWER_CUT = ANSWER_MAX_LENGTH - 64;
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+
+/**
+ * How much of an answer (whole, or the part written so far) is certain to
+ * be kept if it turns out too long: everything up to the cut, never half of
+ * a surrogate pair. A stream hands on this much before it knows the end.
+ */
+export function answerKeptLength(text: string): number {
+  if (text.length < ANSWER_CUT) return text.length;
+  return isHighSurrogate(text.charCodeAt(ANSWER_CUT - 1)) ? ANSWER_CUT - 1 : ANSWER_CUT;
+}
+
+/**
+ * The answer as stored and served: unchanged up to ANSWER_MAX_LENGTH
+ * characters; longer, cut (a code block left open is closed) and ended with
+ * ANSWER_TRUNCATED_MARK, ANSWER_MAX_LENGTH characters at most in all.
+ */
+export function capAnswer(text: string): string {
+  if (text.length <= ANSWER_MAX_LENGTH) return text;
+  const kept = text.slice(0, answerKeptLength(text));
+  const openFence = (kept.match(/^ {0,3}```/gm)?.length ?? 0) % 2 === 1;
+  return `${kept}${openFence ? '\n```' : ''}\n\n${ANSWER_TRUNCATED_MARK}`;
+}

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 
 export {
+  ANSWER_MAX_LENGTH,
+  ANSWER_TRUNCATED_MARK,
+  answerKeptLength,
+  capAnswer,
   CHAT_MESSAGE_MAX,
   CHAT_STREAM_EVENTS,
   scheduleEventCalendarUrl,

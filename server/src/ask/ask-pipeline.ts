@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { withProductName } from '@concierge/contract';
+import { ANSWER_MAX_LENGTH, answerKeptLength, capAnswer, withProductName } from '@concierge/contract';
 import type { Logger } from 'pino';
 import type { AskHooks, AskProgress, AssistantService, CallContext, ProviderAskStep } from '../assistant/assistant.service.ts';
 import type { OfflineFallback } from '../assistant/offline-fallback.ts';
@@ -338,11 +338,27 @@ export class AskPipeline {
     const options = { signal, hooks, settings: job.settings };
     /** The text handed on so far (a streaming front's partial answer). */
     let handedOn = '';
+    /** What the provider has written so far, until it passes the answer's cap. */
+    let written = '';
+    let capped = false;
+    const handOn = (piece: string) => {
+      if (!piece) return;
+      handedOn += piece;
+      job.onText!(piece);
+    };
+    // The pieces handed on always put together the stored answer: up to the cut as they come, the rest (or, past
+    // ANSWER_MAX_LENGTH, the truncation mark) once the end is known; nothing more once the answer is cut.
     const onText = job.onText
       ? (delta: string) => {
-          if (!delta) return;
-          handedOn += delta;
-          job.onText!(delta);
+          if (!delta || capped) return;
+          written += delta;
+          if (written.length > ANSWER_MAX_LENGTH) {
+            capped = true;
+            handOn(capAnswer(written).slice(handedOn.length));
+            written = '';
+            return;
+          }
+          handOn(written.slice(handedOn.length, answerKeptLength(written)));
         }
       : undefined;
     try {
@@ -368,10 +384,12 @@ export class AskPipeline {
             finishedAt,
           }
         : { ...result, processingMs: finishedAt.getTime() - started, finishedAt };
-      // What the provider did not hand on as it went (the whole answer of a polled run, the fallback's note) goes now,
-      // so the pieces always put together the answer.
+      // An answer past ANSWER_MAX_LENGTH is stored, served and announced cut, with its mark.
+      outcome.answer = { ...outcome.answer, text: capAnswer(outcome.answer.text) };
+      // What the provider did not hand on as it went (the whole answer of a polled run, the fallback's note, the end
+      // held back under the cut) goes now, so the pieces always put together the answer.
       const text = outcome.answer.text;
-      if (onText && text.length > handedOn.length && text.startsWith(handedOn)) onText(text.slice(handedOn.length));
+      if (job.onText && text.length > handedOn.length && text.startsWith(handedOn)) handOn(text.slice(handedOn.length));
       await recorder.completed(outcome);
       this.#publish(job, { state: 'completed', step: 'list_message', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;

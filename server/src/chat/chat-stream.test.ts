@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ANSWER_MAX_LENGTH, ANSWER_TRUNCATED_MARK } from '@concierge/contract';
 import { ASK_ERRORS } from '../ask/ask-pipeline.ts';
 import type { Clock } from '../clock.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test-support/fake-openai/fake-openai.ts';
@@ -79,6 +80,20 @@ describe('streamed answers with the offline assistant', () => {
     const answers = await db(ctx).selectFrom('public_chat_messages').selectAll().where('role', '=', 'assistant').execute();
     expect(answers).toHaveLength(1);
     expect(await db(ctx).selectFrom('openai_retrieve_run_logs').selectAll().execute()).toHaveLength(1);
+  });
+
+  it('cuts an offline answer past 64 KB (a file with one huge line) at the cap, the stream too', async () => {
+    const { ask } = await listening(ctx);
+    const line = `Badge pickup is at the desk ${'in the lobby near the cloakroom and the stairs '.repeat(5000)}`;
+    expect((await uploadKnowledge(ctx.app, admin, 'badges.md', `# Badge pickup\n\n${line}\n`)).statusCode).toBe(200);
+    const reply = await ask({ message: 'Where is badge pickup?' });
+    await reply.ended;
+    const response = String(reply.done()!.response);
+    expect(response.length).toBeLessThanOrEqual(ANSWER_MAX_LENGTH);
+    expect(response.endsWith(ANSWER_TRUNCATED_MARK)).toBe(true);
+    expect(reply.deltas().join('')).toBe(response);
+    const [question] = await questions(ctx);
+    expect(question!.response).toBe(response);
   });
 
   it('keeps the JSON reply without the Accept header', async () => {
@@ -279,6 +294,55 @@ describe('streamed answers with OpenAI', () => {
     expect(second.status).toBe(409);
     expect(second.json).toMatchObject({ success: false, error: CHAT_ERRORS.inFlight });
     await first.ended;
+  });
+
+  it('cuts a 2.1 MB answer at 64 KB with its mark: streamed, stored, replayed and restored alike', async () => {
+    const { ask, cookie } = await start();
+    // 2.1 MB in words of 1,000 characters (the fake streams one word a delta).
+    const huge = Array.from({ length: 2100 }, (_, n) => `${String(n).padStart(4, '0')}${'x'.repeat(995)} `).join('');
+    fake.configure({ answer: () => huge });
+    const reply = await ask({ message: 'Tell me everything', client_message_id: 'huge-1' });
+    await reply.ended;
+    const done = reply.done()!;
+    expect(done).toMatchObject({ success: true });
+    const response = String(done.response);
+    expect(response.length).toBeLessThanOrEqual(ANSWER_MAX_LENGTH);
+    expect(response.endsWith(ANSWER_TRUNCATED_MARK)).toBe(true);
+    expect(huge.startsWith(response.slice(0, 60_000))).toBe(true);
+    // The deltas put together the capped answer: none was handed on past the cut.
+    expect(reply.deltas().join('')).toBe(response);
+
+    const [question] = await questions(ctx);
+    expect(question!.response).toBe(response);
+    const answerRow = await db(ctx).selectFrom('public_chat_messages').selectAll().where('role', '=', 'assistant').executeTakeFirstOrThrow();
+    expect(answerRow.content.length).toBeLessThanOrEqual(ANSWER_MAX_LENGTH);
+
+    const retry = await ask({ message: 'Tell me everything', client_message_id: 'huge-1' });
+    await retry.ended;
+    expect(retry.deltas().join('')).toBe(response);
+    const history = await ctx.app.inject({ method: 'GET', url: '/public/chat/history', headers: { cookie } });
+    expect(history.json().exchanges[0].answer).toBe(response);
+
+    // The JSON reply too.
+    const json = await ctx.app.inject({ method: 'POST', url: '/public/chat/send', headers: { cookie }, payload: { message: 'Again, everything' } });
+    expect(json.json().response).toBe(response);
+  });
+
+  it('keeps an answer of exactly 64 KB whole, and serves an answer stored before the cap cut', async () => {
+    const { ask, cookie } = await start();
+    const exactly = `${'y'.repeat(999)} `.repeat(ANSWER_MAX_LENGTH / 1000).padEnd(ANSWER_MAX_LENGTH, 'z');
+    fake.configure({ answer: () => exactly });
+    const reply = await ask({ message: 'Tell me a lot' });
+    await reply.ended;
+    expect(reply.done()!.response).toBe(exactly);
+    expect(reply.deltas().join('')).toBe(exactly);
+
+    const [question] = await questions(ctx);
+    await db(ctx).updateTable('public_chat_messages').set({ response: 'old '.repeat(500_000) }).where('id', '=', question!.id).execute();
+    const history = await ctx.app.inject({ method: 'GET', url: '/public/chat/history', headers: { cookie } });
+    const restored: string = history.json().exchanges[0].answer;
+    expect(restored.length).toBeLessThanOrEqual(ANSWER_MAX_LENGTH);
+    expect(restored.endsWith(ANSWER_TRUNCATED_MARK)).toBe(true);
   });
 
   const windowCount = async (identifier: string) =>

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { ANSWER_STOPPED_MESSAGE, type ChatCancelReply, type ChatExchange, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
+import { ANSWER_STOPPED_MESSAGE, capAnswer, type ChatCancelReply, type ChatExchange, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
 import { storedSource } from '../assistant/knowledge-format.ts';
 import type { Logger } from 'pino';
 import { ANSWER_CEILING_MS, ASK_ERRORS, AskStoppedError, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
@@ -269,7 +269,8 @@ export class ChatService implements LeasedWork {
     return rows.reverse().map((row) => ({
       feedback_id: row.id,
       question: row.content,
-      answer: row.response,
+      // Answers stored before the cap came in are served cut too.
+      answer: row.response === null ? null : capAnswer(row.response),
       error: row.error,
       state: row.state,
       sources: parseSources(row.sources),
@@ -409,7 +410,7 @@ export class ChatService implements LeasedWork {
       // Not over yet (a run that had not started when Stop came): the session may ask again all the same.
       await queries.releaseInFlight(this.#db, session.session_id);
     }
-    return { success: true, error: null, feedback_id: row.id, state: row.state, response: row.response };
+    return { success: true, error: null, feedback_id: row.id, state: row.state, response: row.response === null ? null : capAnswer(row.response) };
   }
 
   /**
@@ -547,11 +548,12 @@ export class ChatService implements LeasedWork {
     }
     if (!row || row.state === 'processing') throw new AppError(504, 'answer_timeout', 'The assistant is still working on this question. Please try again in a moment.');
     if (row.state === 'aborted') {
-      if (row.response) onText?.(row.response);
-      return stoppedReply(row.id, row.response ?? '');
+      const partial = capAnswer(row.response ?? '');
+      if (partial) onText?.(partial);
+      return stoppedReply(row.id, partial);
     }
     if (row.state !== 'completed') throw new AppError(502, 'provider_error', 'The assistant could not answer this question. Please try again.');
-    const response = row.response ?? '';
+    const response = capAnswer(row.response ?? '');
     if (response) onText?.(response);
     return { success: true, response, feedback_id: row.id, error: null, sources: parseSources(row.sources) };
   }

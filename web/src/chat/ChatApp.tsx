@@ -31,6 +31,20 @@ export function ChatApp() {
   const focusInputSoon = useCallback(() => window.setTimeout(focusInput, 0), [focusInput]);
 
   const scroll = useConversationScroll(messages, chat.restoredAt);
+  const { hiddenBefore, showEarlier } = chat;
+  const shown = hiddenBefore > 0 ? messages.slice(hiddenBefore) : messages;
+  // "Show earlier messages" draws them above what the visitor is reading, which stays where it was on the screen.
+  const fromBottom = useRef<number | null>(null);
+  const revealEarlier = () => {
+    const box = scroll.containerRef.current;
+    fromBottom.current = box ? box.scrollHeight - box.scrollTop : null;
+    showEarlier();
+  };
+  useLayoutEffect(() => {
+    const box = scroll.containerRef.current;
+    if (box && fromBottom.current !== null) box.scrollTop = box.scrollHeight - fromBottom.current;
+    fromBottom.current = null;
+  }, [hiddenBefore, scroll.containerRef]);
 
   // Once the chat becomes ready (or ready again after verification), the box takes the focus with a mouse at hand
   // (a phone's keyboard would jump up unasked), unless the focus is elsewhere already: on the page, or, embedded, on the host site.
@@ -102,7 +116,12 @@ export function ChatApp() {
         <div className="cc-log-wrap">
           <section className="cc-log" aria-label="Conversation" ref={scroll.containerRef} onScroll={scroll.onScroll}>
             <div className="cc-log__inner" ref={scroll.contentRef}>
-              {messages.map((message) => (
+              {hiddenBefore > 0 && (
+                <button type="button" className="cc-button cc-button--outlined cc-show-earlier" onClick={revealEarlier}>
+                  Show earlier messages ({hiddenBefore})
+                </button>
+              )}
+              {shown.map((message) => (
                 <Message key={message.id} message={message} actions={actions} />
               ))}
             </div>

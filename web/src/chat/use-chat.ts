@@ -1,6 +1,6 @@
 import type { ChatExchange } from '@concierge/contract';
 import { CHAT_MESSAGE_MAX } from '@concierge/contract/chat-constants';
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { startTransition, useCallback, useEffect, useRef, useState } from 'react';
 import { runtimeConfig } from '../app/runtime-config.ts';
 import { CHAT_TEXT, cancelAnswer, checkVerificationEnabled, loadHistory, sendMessage, startNewConversation, verifyToken } from './chat-api.ts';
 import { newId, type ChatMessage } from './chat-types.ts';
@@ -45,6 +45,16 @@ function restore(exchange: ChatExchange): ChatMessage[] {
   return [question, { ...base, text: '', status: 'waiting' }];
 }
 
+/**
+ * Messages drawn after a reload; the older ones of a long conversation wait
+ * behind "Show earlier messages", which draws this many more each time.
+ */
+export const MESSAGES_SHOWN_AT_ONCE = 20;
+
+/** Past this length a streamed answer is drawn a few times a second rather than every frame (each drawing parses it all). */
+const LONG_ANSWER = 16_000;
+const LONG_ANSWER_REDRAW_MS = 250;
+
 /** How often a reloaded page looks again for an answer that was still on its way. */
 const FOLLOW_INTERVAL_MS = 2000;
 const FOLLOW_FOR_MS = 120_000;
@@ -66,6 +76,8 @@ export function useChat() {
   /** A Stop's cancel request: the next question waits for it, so the server has freed the session. */
   const cancelling = useRef<Promise<void> | null>(null);
   const [restoredAt, setRestoredAt] = useState(0);
+  /** How many of the oldest messages are not drawn (a restored long conversation). */
+  const [hiddenBefore, setHiddenBefore] = useState(0);
 
   const update = useCallback((id: string, change: Partial<ChatMessage> | ((message: ChatMessage) => Partial<ChatMessage>)) => {
     setMessages((current) => current.map((message) => (message.id === id ? { ...message, ...(typeof change === 'function' ? change(message) : change) } : message)));
@@ -74,9 +86,16 @@ export function useChat() {
   const restoreHistory = useCallback(async () => {
     const exchanges = await loadHistory();
     if (exchanges.length === 0) return;
-    setMessages([welcomeMessage(), ...exchanges.flatMap(restore)]);
-    setRestoredAt(Date.now());
+    const restored = [welcomeMessage(), ...exchanges.flatMap(restore)];
+    // Drawn as a transition, newest first: the box answers typing while a long conversation appears.
+    startTransition(() => {
+      setMessages(restored);
+      setHiddenBefore(Math.max(0, restored.length - MESSAGES_SHOWN_AT_ONCE));
+      setRestoredAt(Date.now());
+    });
   }, []);
+
+  const showEarlier = useCallback(() => setHiddenBefore((hidden) => Math.max(0, hidden - MESSAGES_SHOWN_AT_ONCE)), []);
 
   // Readiness: is verification on? If not, an empty-token verification readies the session.
   useEffect(() => {
@@ -168,8 +187,10 @@ export function useChat() {
       let beforeRestart = '';
       // One render per frame however fast chunks come: a phone re-renders the markdown, not every token.
       let frame = 0;
+      let timer = 0;
       const show = () => {
         frame = 0;
+        timer = 0;
         // After a dropped stream the server starts the answer again: keep showing what was there until the new text passes it.
         const shown = beforeRestart.length > streamed.length && beforeRestart.startsWith(streamed) ? beforeRestart : streamed;
         update(answerId, { text: shown, status: 'streaming' });
@@ -178,7 +199,9 @@ export function useChat() {
         signal: controller.signal,
         onDelta: (chunk) => {
           streamed += chunk;
-          frame ||= requestAnimationFrame(show);
+          if (frame || timer) return;
+          if (streamed.length > LONG_ANSWER) timer = window.setTimeout(show, LONG_ANSWER_REDRAW_MS);
+          else frame = requestAnimationFrame(show);
         },
         onRestart: () => {
           beforeRestart = streamed.length > beforeRestart.length ? streamed : beforeRestart;
@@ -186,6 +209,7 @@ export function useChat() {
         },
       });
       if (frame) cancelAnimationFrame(frame);
+      if (timer) clearTimeout(timer);
       setInFlight(null);
       if (outcome.ok) {
         update(answerId, { text: outcome.response, status: 'done', feedbackId: outcome.feedbackId ?? undefined, sources: outcome.sources, timestamp: now() });
@@ -232,6 +256,7 @@ export function useChat() {
       return false;
     }
     setMessages([welcomeMessage()]);
+    setHiddenBefore(0);
     setAnnouncement('New conversation started.');
     return true;
   }, [inFlight]);
@@ -243,6 +268,8 @@ export function useChat() {
     pending: inFlight !== null,
     announcement,
     restoredAt,
+    hiddenBefore,
+    showEarlier,
     ask,
     stop,
     markFeedback,
