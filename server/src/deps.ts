@@ -332,6 +332,7 @@ function createProvider(env: Env, database: Database, clock: Clock): AssistantPr
       baseURL: env.OPENAI_BASE_URL,
       model: env.OPENAI_MODEL,
       vectorStoreId: env.OPENAI_VECTOR_STORE_ID,
+      timeoutMs: env.OPENAI_TIMEOUT_MS,
       productName: env.PRODUCT_NAME,
       database,
       clock,

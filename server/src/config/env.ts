@@ -97,6 +97,8 @@ const EnvShape = z.object({
   OPENAI_BASE_URL: httpUrl.optional(),
   OPENAI_MODEL: z.string().trim().min(1).default('gpt-5-mini'),
   OPENAI_VECTOR_STORE_ID: optionalText,
+  /** How long one call to OpenAI may take before the SDK gives up on it (and retries, with back-off). */
+  OPENAI_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   TURNSTILE_SITE_KEY: optionalText,
   TURNSTILE_SECRET_KEY: optionalText,
   TURNSTILE_VERIFY_URL: httpUrl.default('https://challenges.cloudflare.com/turnstile/v0/siteverify'),
