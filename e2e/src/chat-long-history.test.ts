@@ -230,4 +230,40 @@ describe('a long conversation with a 64 KB answer', () => {
     await desktop.close();
     await context.close();
   });
+
+  it('follows an answer still on its way after a reload, fetching that one exchange and nothing older', async () => {
+    const context = await browser.newContext({ viewport: VIEWPORTS.phone, deviceScaleFactor: 1 });
+    const page = await context.newPage();
+    await page.goto(`${product.url}/ui/chat`);
+    await expect.poll(() => input(page).isEnabled()).toBe(true);
+    const { db } = product.server.deps.database;
+    const session = await db.selectFrom('public_chat_sessions').select('session_id').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    for (let n = 0; n < 30; n++) {
+      const now = new Date(Date.now() - 3_600_000 + n * 30_000).toISOString();
+      await insertMessage(db, { session_id: session.session_id, role: 'user', content: `Earlier ${n}`, response: olderAnswer(n), state: 'completed', client_ip: null, user_agent: 'e2e', now });
+    }
+    const answer = `The ribbon desk is by the east stairs. ${words(7, 40)}`;
+    fake.configure({ answer: () => answer, deltaDelayMs: 100 });
+    await input(page).fill('Where is the ribbon desk?');
+    await input(page).press('Enter');
+    await page.locator('[data-role="assistant"][data-status="streaming"]').waitFor();
+
+    const history = watchHistory(page);
+    await page.reload();
+    await expect.poll(() => rows(page).count()).toBe(20);
+    expect(await showEarlier(page).textContent()).toBe('Show earlier messages (43)');
+    await expect.poll(() => finished(page).last().textContent(), { timeout: 30_000 }).toContain('The ribbon desk is by the east stairs.');
+    expect(await page.locator('[data-role="assistant"][data-status="waiting"]').count()).toBe(0);
+    const [newest, ...follows] = await history.replies();
+    expect(Object.fromEntries(newest!.query)).toEqual({ limit: '10' });
+    const asked = (await db.selectFrom('public_chat_messages').select('id').where('content', '=', 'Where is the ribbon desk?').executeTakeFirstOrThrow()).id;
+    expect(follows.length).toBeGreaterThan(0);
+    for (const follow of follows) expect(Object.fromEntries(follow.query)).toEqual({ limit: '1', before: String(asked + 1) });
+    // What was drawn stays: the same 20 messages, the answer in its place.
+    expect(await rows(page).count()).toBe(20);
+    expect(await rows(page).nth(18).textContent()).toBe('Where is the ribbon desk?');
+    expect(await showEarlier(page).textContent()).toBe('Show earlier messages (43)');
+    fake.configure({ deltaDelayMs: 0 });
+    await context.close();
+  });
 });
