@@ -258,7 +258,12 @@ export const findMessage = (db: Db, id: number) => db.selectFrom('public_chat_me
 export type MessageRow = NonNullable<Awaited<ReturnType<typeof findMessage>>>;
 
 /** The session's questions (user rows carry the answer too), newest first, with whether feedback was given; only those after `afterId` (the current conversation). */
-export const sessionExchanges = (db: Db, sessionId: string, limit: number, afterId: number | null = null) =>
+/**
+ * The session's exchanges (its questions' rows), newest first: `limit` of
+ * them, after `afterId` (the conversation's start) and before `beforeId`
+ * (a page's cursor) when given.
+ */
+export const sessionExchanges = (db: Db, sessionId: string, limit: number, range: { afterId?: number | null; beforeId?: number | undefined } = {}) =>
   db
     .selectFrom('public_chat_messages as message')
     .select(['message.id', 'message.content', 'message.response', 'message.error', 'message.state', 'message.sources', 'message.created_at'])
@@ -269,10 +274,24 @@ export const sessionExchanges = (db: Db, sessionId: string, limit: number, after
     )
     .where('message.session_id', '=', sessionId)
     .where('message.role', '=', 'user')
-    .$if(afterId !== null, (qb) => qb.where('message.id', '>', afterId!))
+    .$if(range.afterId != null, (qb) => qb.where('message.id', '>', range.afterId!))
+    .$if(range.beforeId !== undefined, (qb) => qb.where('message.id', '<', range.beforeId!))
     .orderBy('message.id', 'desc')
     .limit(limit)
     .execute();
+
+/** How many of the session's exchanges lie between `afterId` (the conversation's start) and `beforeId`. */
+export async function countSessionExchanges(db: Db, sessionId: string, range: { afterId: number | null; beforeId: number }): Promise<number> {
+  const row = await db
+    .selectFrom('public_chat_messages')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('session_id', '=', sessionId)
+    .where('role', '=', 'user')
+    .$if(range.afterId !== null, (qb) => qb.where('id', '>', range.afterId!))
+    .where('id', '<', range.beforeId)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
 
 /**
  * Stores the session's feedback of one type on a message, replacing what it

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { ANSWER_STOPPED_MESSAGE, capAnswer, type ChatCancelReply, type ChatExchange, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
+import { ANSWER_STOPPED_MESSAGE, capAnswer, type ChatCancelReply, type ChatHistoryQuery, type ChatHistoryReply, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
 import { storedSource } from '../assistant/knowledge-format.ts';
 import type { Logger } from 'pino';
 import { ANSWER_CEILING_MS, ASK_ERRORS, AskStoppedError, busy, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
@@ -62,7 +62,6 @@ const STOP_POLL_MS = 250;
 const SPENT_TOKEN_RETENTION_MS = 60 * 60_000;
 /** Rate-limit windows stay on the console's Rate Limits screen this long. */
 const RATE_LIMIT_RETENTION_MS = 30 * 24 * 60 * 60_000;
-const HISTORY_LIMIT = 100;
 
 export const CHAT_ERRORS = {
   disabled: 'Public chat is currently disabled',
@@ -267,12 +266,21 @@ export class ChatService implements LeasedWork {
     return { sessionId: session.session_id, follow: (onText) => live.follow(onText) };
   }
 
-  /** The session's recent exchanges, oldest first, to restore the conversation after a reload. */
-  async history(sessionId: string | undefined): Promise<ChatExchange[]> {
+  /**
+   * A page of the session's current conversation, to restore it after a
+   * reload: the newest `limit` exchanges older than `before` (all of them
+   * when it is not given), listed oldest first, and how many older ones
+   * are left. Only the session's own rows after its last "New
+   * conversation" are ever read, whatever `before` says.
+   */
+  async history(sessionId: string | undefined, page: ChatHistoryQuery): Promise<Omit<ChatHistoryReply, 'success'>> {
     const session = await this.findSession(sessionId);
-    if (!session) return [];
-    const rows = await queries.sessionExchanges(this.#db, session.session_id, HISTORY_LIMIT, session.conversation_after_id);
-    return rows.reverse().map((row) => ({
+    if (!session) return { exchanges: [], has_more: false, earlier_count: 0 };
+    const afterId = session.conversation_after_id;
+    const rows = await queries.sessionExchanges(this.#db, session.session_id, page.limit, { afterId, beforeId: page.before });
+    const oldest = rows.at(-1);
+    const earlier = oldest && rows.length === page.limit ? await queries.countSessionExchanges(this.#db, session.session_id, { afterId, beforeId: oldest.id }) : 0;
+    const exchanges = rows.reverse().map((row) => ({
       feedback_id: row.id,
       question: row.content,
       // Answers stored before the cap came in are served cut too.
@@ -283,6 +291,7 @@ export class ChatService implements LeasedWork {
       feedback_submitted: Boolean(row.feedback_submitted),
       created_at: row.created_at,
     }));
+    return { exchanges, has_more: earlier > 0, earlier_count: earlier };
   }
 
   /**
