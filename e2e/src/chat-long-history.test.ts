@@ -148,6 +148,7 @@ describe('a long conversation with a 64 KB answer', () => {
     // Earlier messages come above, and what was on screen stays where it was.
     const conversation = page.getByRole('region', { name: 'Conversation' });
     await conversation.evaluate((element) => element.scrollTo({ top: 0 }));
+    await screenshot(page, 'chat-long-history-top-phone');
     const firstShown = rows(page).first();
     const firstText = await firstShown.textContent();
     const before = (await firstShown.boundingBox())!.y;
