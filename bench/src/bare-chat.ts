@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply } from 'fastify';
 import OpenAI from 'openai';
 
 export interface BareChatOptions {
@@ -28,12 +29,18 @@ type MessageContent = Extract<OpenAI.Conversations.ConversationItem, { type: 'me
  * conversations.items.create, responses.create (background, stored, on the
  * conversation, file_search), responses.retrieve polled with the same first
  * look and back-off until a final status, conversations.items.list.
+ * With `Accept: text/event-stream` it streams as the product does (DESIGN
+ * §9): the response is created with `stream: true`, its text deltas are sent
+ * on as `event: delta` as they come, and after `response.completed` the
+ * answer is read with conversations.items.list and sent as `event: done`.
  */
 export async function startBareChat(options: BareChatOptions): Promise<{ url: string; close(): Promise<void> }> {
   const client = new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL, timeout: 30_000, maxRetries: 3 });
   const conversations = new Map<string, string | null>();
   let answered = 0;
   const app = Fastify({ logger: false });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
 
   app.post('/public/chat/turnstile/verify', async (_request, reply) => {
     const id = randomBytes(24).toString('base64url');
@@ -48,12 +55,10 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
     async (request, reply) => {
       const session = /(?:^|;\s*)bare_chat=([^;]+)/.exec(request.headers.cookie ?? '')?.[1];
       if (!session || !conversations.has(session)) return reply.code(401).send({ success: false, error: 'Session not initialized' });
+      const streaming = (request.headers.accept ?? '').includes('text/event-stream');
+      if (streaming) return streamAnswer(session, request.body.message, reply);
       try {
-        let conversation = conversations.get(session) ?? null;
-        if (!conversation) {
-          conversation = (await client.conversations.create({ metadata: { source: 'con-concierge' } }).withResponse()).data.id;
-          conversations.set(session, conversation);
-        }
+        const conversation = await conversationOf(session);
         await client.conversations.items.create(conversation, { items: [{ type: 'message', role: 'user', content: request.body.message }] }).withResponse();
         let run = (
           await client.responses
@@ -87,6 +92,67 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
       }
     },
   );
+
+  /** The conversation of the session, created on its first question. */
+  const conversationOf = async (session: string): Promise<string> => {
+    let conversation = conversations.get(session) ?? null;
+    if (!conversation) {
+      conversation = (await client.conversations.create({ metadata: { source: 'con-concierge' } }).withResponse()).data.id;
+      conversations.set(session, conversation);
+    }
+    return conversation;
+  };
+
+  /** The streamed reply: the same calls with the response's events followed instead of polled. */
+  const streamAnswer = (session: string, message: string, reply: FastifyReply) => {
+    const body = new PassThrough();
+    const event = (name: string, data: unknown) => body.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+    body.write(': keep-alive\n\n');
+    void (async () => {
+      try {
+        const conversation = await conversationOf(session);
+        await client.conversations.items.create(conversation, { items: [{ type: 'message', role: 'user', content: message }] }).withResponse();
+        const stream = (
+          await client.responses
+            .create({
+              model: options.model,
+              background: true,
+              store: true,
+              stream: true,
+              instructions: options.instructions,
+              tools: [{ type: 'file_search', vector_store_ids: [options.vectorStoreId] }],
+              truncation: 'auto',
+              conversation,
+            })
+            .withResponse()
+        ).data;
+        let status = 'in_progress';
+        for await (const streamed of stream) {
+          if (streamed.type === 'response.output_text.delta') event('delta', { text: streamed.delta });
+          else if (streamed.type === 'response.completed' || streamed.type === 'response.failed' || streamed.type === 'response.incomplete') {
+            status = streamed.response.status ?? 'failed';
+            break;
+          }
+        }
+        if (status !== 'completed') throw new Error(`run ended ${status}`);
+        const items = (await client.conversations.items.list(conversation, { limit: 10, order: 'desc' }).withResponse()).data;
+        const found = items.data.find((item) => item.type === 'message' && item.role === 'assistant');
+        if (!found || found.type !== 'message') throw new Error('no answer');
+        const { text, sources } = answerOf(found.content);
+        event('done', { success: true, response: text, feedback_id: ++answered, error: null, sources });
+      } catch (error) {
+        event('done', { success: false, response: '', feedback_id: null, error: error instanceof Error ? error.message : String(error), sources: [] });
+      } finally {
+        body.end();
+      }
+    })();
+    return reply
+      .status(200)
+      .header('content-type', 'text/event-stream; charset=utf-8')
+      .header('cache-control', 'no-cache, no-transform')
+      .header('x-accel-buffering', 'no')
+      .send(body);
+  };
 
   await app.listen({ port: 0, host: '127.0.0.1' });
   const address = app.server.address();

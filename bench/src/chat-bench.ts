@@ -27,15 +27,17 @@ export interface ChatBenchOptions {
   warmUpQuestions: number;
   /** How long the fake keeps a run going; 0 (the default) answers at once so only the server is measured. */
   runDurationMs: number;
+  /** Ask for answers as event streams, as the chat page does (the default); `json` measures the JSON reply instead. */
+  stream: boolean;
 }
 
-export const CHAT_BENCH_DEFAULTS: ChatBenchOptions = { sessions: 200, questionsPerSession: 5, rounds: 5, warmUpQuestions: 2, runDurationMs: 0 };
+export const CHAT_BENCH_DEFAULTS: ChatBenchOptions = { sessions: 200, questionsPerSession: 5, rounds: 5, warmUpQuestions: 2, runDurationMs: 0, stream: true };
 const QUICK: Partial<ChatBenchOptions> = { sessions: 20, questionsPerSession: 10, warmUpQuestions: 5 };
 
-/** `quick`, then any of `sessions=N`, `questions=N`, `rounds=N`, `warmup=N`, `run-ms=N`. */
+/** `quick`, `json`, then any of `sessions=N`, `questions=N`, `rounds=N`, `warmup=N`, `run-ms=N`. */
 export function chatBenchOptions(args: string[]): ChatBenchOptions {
-  const options = { ...CHAT_BENCH_DEFAULTS, ...(args.includes('quick') ? QUICK : {}) };
-  const keys: Record<string, keyof ChatBenchOptions> = {
+  const options = { ...CHAT_BENCH_DEFAULTS, ...(args.includes('quick') ? QUICK : {}), ...(args.includes('json') ? { stream: false } : {}) };
+  const keys: Record<string, Exclude<keyof ChatBenchOptions, 'stream'>> = {
     sessions: 'sessions',
     questions: 'questionsPerSession',
     rounds: 'rounds',
@@ -43,11 +45,11 @@ export function chatBenchOptions(args: string[]): ChatBenchOptions {
     'run-ms': 'runDurationMs',
   };
   for (const arg of args) {
-    if (arg === 'quick') continue;
+    if (arg === 'quick' || arg === 'json') continue;
     const [name, value] = arg.split('=');
     const key = name && Object.hasOwn(keys, name) ? keys[name] : undefined;
     const number = Number(value);
-    if (!key || !Number.isInteger(number) || number < 0) throw new Error(`chat bench: unknown option "${arg}" (quick, ${Object.keys(keys).map((k) => `${k}=N`).join(', ')})`);
+    if (!key || !Number.isInteger(number) || number < 0) throw new Error(`chat bench: unknown option "${arg}" (quick, json, ${Object.keys(keys).map((k) => `${k}=N`).join(', ')})`);
     options[key] = number;
   }
   if (options.sessions < 1 || options.rounds < 1 || options.questionsPerSession < 1) throw new Error('chat bench: sessions, questions and rounds must be at least 1');
@@ -184,7 +186,7 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
     });
     cleanups.unshift(() => bare.close());
 
-    const load = { sessions: options.sessions, questions: QUESTIONS };
+    const load = { sessions: options.sessions, questions: QUESTIONS, stream: options.stream };
     const targets = { product: product.server.url, bare: bare.url };
     const results: Record<'product' | 'bare', Measured[]> = { product: [], bare: [] };
     if (options.warmUpQuestions > 0) {
@@ -234,7 +236,7 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
     };
     const p = perSide('product');
     const b = perSide('bare');
-    const what = `${options.sessions} concurrent sessions × ${options.questionsPerSession} questions, ${options.rounds} interleaved rounds (medians over rounds)`;
+    const what = `${options.sessions} concurrent sessions × ${options.questionsPerSession} questions, ${options.stream ? 'streamed (text/event-stream)' : 'JSON replies'}, ${options.rounds} interleaved rounds (medians over rounds)`;
     const roundList = (side: typeof p, key: 'p50' | 'p99' | 'throughput') => side.rounds.map((f) => f[key].toFixed(1)).join(' / ');
     const busy = (side: typeof p, key: 'serverUtilization' | 'loadUtilization') => pct(median(side.rounds.map((f) => f[key])));
     const fakeRun = options.runDurationMs > 0 ? `runs last ${options.runDurationMs} ms, so both poll` : 'runs complete at once, so neither polls';

@@ -26,6 +26,8 @@ export interface RoundRequest {
   /** Questions each user asks in its session, one after another; the round ends when all are answered. */
   questionsPerSession: number;
   questions: string[];
+  /** Ask for the answer as an event stream (DESIGN §9, what the chat page does); else the JSON reply. */
+  stream: boolean;
 }
 
 export interface RoundResult {
@@ -58,6 +60,22 @@ function callName(entry: JournalEntry): string {
   if (resource === 'responses' && !id && entry.method === 'POST') return 'responses.create';
   if (resource === 'responses' && id && !sub && entry.method === 'GET') return 'responses.retrieve';
   return `${entry.method} /${[resource, id ? ':id' : '', sub ?? ''].filter(Boolean).join('/')}`;
+}
+
+/** The reply of a send: the JSON body, or the data of an event stream's `done` (its deltas put together must be the answer). */
+function answerOf(text: string, stream: boolean): { success?: boolean; response?: unknown } | null {
+  if (!stream) return JSON.parse(text) as { success?: boolean; response?: unknown };
+  let deltas = '';
+  let done: { success?: boolean; response?: unknown } | null = null;
+  for (const block of text.split('\n\n')) {
+    const name = /^event: (.*)$/m.exec(block)?.[1];
+    const data = /^data: (.*)$/m.exec(block)?.[1];
+    if (!name || data === undefined) continue;
+    if (name === 'delta') deltas += (JSON.parse(data) as { text: string }).text;
+    if (name === 'done') done = JSON.parse(data) as { success?: boolean; response?: unknown };
+  }
+  if (done?.success === true && done.response !== deltas) return { success: false, response: `deltas do not make the answer: ${deltas.slice(0, 80)}` };
+  return done;
 }
 
 const port = parentPort;
@@ -118,11 +136,12 @@ async function round(request: RoundRequest): Promise<RoundResult> {
       const question = request.questions[asked++ % request.questions.length]!;
       const sent = performance.now();
       try {
-        const reply = await post('/public/chat/send', { message: question }, { cookie, 'x-forwarded-for': address });
+        const reply = await post('/public/chat/send', { message: question }, { cookie, 'x-forwarded-for': address, ...(request.stream ? { accept: 'text/event-stream' } : {}) });
         const took = performance.now() - sent;
-        const answer = reply.status === 200 ? (JSON.parse(reply.text) as { success?: boolean; response?: unknown }) : null;
+        const answer = reply.status === 200 ? answerOf(reply.text, request.stream) : null;
         if (answer?.success === true && typeof answer.response === 'string' && answer.response) latencies.push(took);
-        else fail(`send ${reply.status}`, reply.text);
+        // A stream's end says why (its start is only keep-alives).
+        else fail(`send ${reply.status}`, request.stream ? reply.text.slice(-300) : reply.text);
       } catch (error) {
         fail('send error', String(error));
       }

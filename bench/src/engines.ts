@@ -124,9 +124,15 @@ export async function findPostgres(): Promise<string | null> {
   return null;
 }
 
-/** Every engine reachable here: SQLite always, PostgreSQL when a server answers (else a line saying so). */
+/** Every engine reachable here: SQLite always, PostgreSQL when a server answers (else a line saying so); BENCH_ENGINE=sqlite or postgres keeps one. */
 export async function availableEngines(what: string): Promise<Engine[]> {
+  const only = process.env.BENCH_ENGINE?.toLowerCase();
+  if (only === 'sqlite') return [sqliteEngine()];
   const postgres = await findPostgres();
+  if (only === 'postgres') {
+    if (!postgres) throw new Error(`BENCH_ENGINE=postgres but no PostgreSQL is reachable for ${what}`);
+    return [postgresEngine(postgres)];
+  }
   if (!postgres) console.log(`PostgreSQL not reachable (BENCH_DATABASE_URL, TEST_DATABASE_URL or 127.0.0.1:5432): ${what} measured on SQLite only`);
   return postgres ? [sqliteEngine(), postgresEngine(postgres)] : [sqliteEngine()];
 }

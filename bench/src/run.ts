@@ -7,11 +7,13 @@
  *   npm run bench -- bundle       only those whose name contains "bundle"
  *   npm run bench -- lists sessions   the list benchmark on tables whose name contains "sessions"
  *   npm run bench -- chat quick   the chat hot path with 20 sessions and short rounds (options: see chat-bench.ts)
+ *   npm run bench -- burst 2000   the overload burst with 2,000 questions instead of 10,000
  *   npm run bench -- delay quick  the answer delay at 2 s of provider latency only (the whole takes about 3 minutes)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchBurst } from './burst-bench.ts';
 import { benchChat, chatBenchOptions } from './chat-bench.ts';
 import { benchChatPage } from './chat-page.ts';
 import { benchCrawl } from './crawl-bench.ts';
@@ -54,6 +56,14 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
     run: async () => {
       const options = chatBenchOptions(process.argv.slice(3));
       for (const engine of await availableEngines('the chat hot path')) await benchChat(engine, report, options);
+    },
+  },
+  {
+    // 10,000 questions at once (npm run bench -- burst [N]).
+    name: 'burst',
+    run: async () => {
+      const questions = Number(process.argv[3] ?? 10_000);
+      for (const engine of await availableEngines('the burst')) await benchBurst(engine, report, { questions });
     },
   },
   {

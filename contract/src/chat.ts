@@ -155,5 +155,39 @@ export const ChatExchangeSchema = z.object({
 });
 export type ChatExchange = z.infer<typeof ChatExchangeSchema>;
 
-export const ChatHistoryReplySchema = z.object({ success: z.literal(true), exchanges: z.array(ChatExchangeSchema) });
+/** The most exchanges one history reply holds, and what a request without `limit` gets. */
+export const CHAT_HISTORY_MAX = 100;
+
+/**
+ * GET /public/chat/history paging, newest first: `limit` exchanges of the
+ * current conversation, those older than `before` (an exchange's
+ * `feedback_id`) when it is given. The reply lists them oldest first, as
+ * without paging.
+ */
+export const ChatHistoryQuerySchema = z.object({
+  before: z.coerce
+    .number('must be a message id')
+    .int('must be a message id (a whole number)')
+    .positive('must be a message id (a whole number above 0)')
+    .optional(),
+  limit: z.coerce
+    .number('must be a number')
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(CHAT_HISTORY_MAX, `must be at most ${CHAT_HISTORY_MAX}`)
+    .default(CHAT_HISTORY_MAX),
+});
+export type ChatHistoryQuery = z.infer<typeof ChatHistoryQuerySchema>;
+
+/**
+ * `has_more`: the conversation has exchanges older than the first one
+ * listed (ask again with `before` set to its `feedback_id`);
+ * `earlier_count` says how many.
+ */
+export const ChatHistoryReplySchema = z.object({
+  success: z.literal(true),
+  exchanges: z.array(ChatExchangeSchema),
+  has_more: z.boolean(),
+  earlier_count: z.number(),
+});
 export type ChatHistoryReply = z.infer<typeof ChatHistoryReplySchema>;

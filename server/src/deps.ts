@@ -29,6 +29,7 @@ import { openDatabase, type Database } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { EventBus } from './events.ts';
 import { StatusCounters } from './admin/status-counters.ts';
+import { ProviderLogWriter } from './assistant/provider-log-writer.ts';
 import { Leadership } from './cluster/leadership.ts';
 import { PgNotifyTransport } from './cluster/pg-notify.ts';
 import { Housekeeping } from './housekeeping/housekeeping.ts';
@@ -136,6 +137,8 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     const auth = new AuthService({ database, clock, logger: loggers.get('api'), events });
     const sessionSecret = env.SESSION_SECRET ?? (await loadOrCreateSessionSecret(database, clock));
 
+    // The answers' call logs are written in batches, shared by the assistant and its offline fallback.
+    const providerLogs = new ProviderLogWriter({ database, logger: loggers.get('assistant') });
     const assistant = new AssistantService({
       provider: createProvider(env, database, clock),
       database,
@@ -143,13 +146,14 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
       logger: loggers.get('assistant'),
       config: () => config.get(),
       events,
+      logs: providerLogs,
     });
     const knowledge = new KnowledgeService({ database, clock, logger: loggers.get('assistant'), assistant });
     // The spending cap: the day's provider tokens, and with OpenAI the offline assistant standing by.
     const budget = new TokenBudget({ database, clock, config, events, logger: loggers.get('assistant'), timeZone: () => crawler.timeZone() });
     const fallback = usesOpenAI(env)
       ? new OfflineFallback({
-          assistant: new AssistantService({ provider: createLocalProvider(env, database, clock), database, clock, logger: loggers.get('assistant'), config: () => config.get(), events }),
+          assistant: new AssistantService({ provider: createLocalProvider(env, database, clock), database, clock, logger: loggers.get('assistant'), config: () => config.get(), events, logs: providerLogs }),
           knowledge,
         })
       : undefined;
@@ -306,6 +310,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
         await assistant.provider.close?.();
         await events.stop();
         await counters.close();
+        await providerLogs.close();
         await database.close();
       },
     };
@@ -327,6 +332,7 @@ function createProvider(env: Env, database: Database, clock: Clock): AssistantPr
       baseURL: env.OPENAI_BASE_URL,
       model: env.OPENAI_MODEL,
       vectorStoreId: env.OPENAI_VECTOR_STORE_ID,
+      timeoutMs: env.OPENAI_TIMEOUT_MS,
       productName: env.PRODUCT_NAME,
       database,
       clock,

@@ -11,6 +11,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** The listen backlog asked for; the kernel caps it at net.core.somaxconn (README "Sizing"). */
+export const LISTEN_BACKLOG = 65_535;
+
 /**
  * Starts the whole product on a port: env → deps → app → listen. `main.ts`
  * runs it with process.env; browser tests run it with their own values.
@@ -27,7 +30,8 @@ export async function startServer(
     await deps.events.start();
     await deps.config.reload();
     app = await buildApp(deps);
-    await app.listen({ port: env.PORT, host: env.HOST });
+    // A burst of thousands of connections waits in the kernel's accept queue instead of being reset (Node's default is 511).
+    await app.listen({ port: env.PORT, host: env.HOST, backlog: LISTEN_BACKLOG });
     // Every process renews the leases of the answers it is producing and takes over those of a stopped process.
     deps.leases.start();
     // Only the leader runs these (README "Several processes"); on SQLite this process is the leader.

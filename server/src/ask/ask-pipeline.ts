@@ -157,6 +157,12 @@ export interface AskPipelineOptions {
   logger: Logger;
   /** Questions answered at once in this process; beyond it, `acquire` refuses. */
   maxConcurrentRuns: number;
+  /**
+   * Questions that may wait for a place at once (`acquireWithin`); beyond
+   * them a question is refused busy at once, so a burst far over the cap
+   * costs a refusal each, not a waiter each (default: as many as the cap).
+   */
+  maxWaiting?: number;
   /** PRODUCT_NAME, for `{product}` in the operator's paused message. */
   productName: string;
   /** The spending cap; without one, nothing is counted. */
@@ -201,6 +207,20 @@ export class AskPipeline {
 
   get capacity(): number {
     return this.#options.maxConcurrentRuns;
+  }
+
+  /** Questions waiting for a place now. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** Every place is taken and the wait queue is full: a new question would be refused busy, so it can be at once, before any work. */
+  get saturated(): boolean {
+    return this.#running >= this.#options.maxConcurrentRuns && this.#waiting.length >= this.#maxWaiting;
+  }
+
+  get #maxWaiting(): number {
+    return this.#options.maxWaiting ?? this.#options.maxConcurrentRuns;
   }
 
   /** When a lease taken or renewed now runs out (ISO). */
@@ -271,6 +291,7 @@ export class AskPipeline {
   async acquireWithin(waitMs: number = BUSY_WAIT_MS): Promise<Slot> {
     const now = this.tryAcquire();
     if (now) return now;
+    if (this.#waiting.length >= this.#maxWaiting) throw busy();
     const deadline = this.#options.clock.deadline(waitMs);
     try {
       while (!deadline.signal.aborted) {
@@ -374,7 +395,6 @@ export class AskPipeline {
       }
       const result = await assistant.finish(job.log, threadId!, target, { ...options, onText });
       const finishedAt = clock.now();
-      if (!offline) await this.#spent(assistant, result.usage);
       const outcome: AnswerOutcome = offline
         ? {
             ...result,
@@ -390,7 +410,9 @@ export class AskPipeline {
       // held back under the cut) goes now, so the pieces always put together the answer.
       const text = outcome.answer.text;
       if (job.onText && text.length > handedOn.length && text.startsWith(handedOn)) handOn(text.slice(handedOn.length));
-      await recorder.completed(outcome);
+      // The answer's call logs and its tokens are written beside it (the logs in one batch for every answer ending now),
+      // so they are stored once it is.
+      await Promise.all([recorder.completed(outcome), assistant.flushLogs(), offline ? undefined : this.#spent(assistant, result.usage)]);
       this.#publish(job, { state: 'completed', step: 'list_message', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;
     } catch (error) {
@@ -416,8 +438,7 @@ export class AskPipeline {
         };
         const failure: AnswerFailure = { ...stop, status: 499, code: 'stopped', userMessage: STOPPED_MESSAGE, logMessage: STOPPED_MESSAGE };
         if (!offline) await this.#spent(assistant, stop.usage);
-        if (recorder.stopped) await recorder.stopped(stop);
-        else await recorder.failed(failure);
+        await Promise.all([recorder.stopped ? recorder.stopped(stop) : recorder.failed(failure), assistant.flushLogs()]);
         this.#publish(job, { state: 'aborted', step: lastStep as AskStep | null, response: handedOn || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
         throw new AskStoppedError(stop, failure, error);
       }
@@ -432,7 +453,7 @@ export class AskPipeline {
       };
       if (!offline) await this.#spent(assistant, failure.usage);
       this.#options.logger.warn({ err: error, origin: job.asker.origin, sessionId: job.asker.sessionId, askCommandId: job.asker.askCommandId }, 'answer failed');
-      await recorder.failed(failure);
+      await Promise.all([recorder.failed(failure), assistant.flushLogs()]);
       this.#publish(job, { state: 'failed', step: lastStep as AskStep | null, response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
       throw new AskFailedError(failure, error);
     } finally {
@@ -480,7 +501,8 @@ export class AskPipeline {
   }
 }
 
-const busy = () => new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5' } });
+/** DESIGN §9's busy refusal: 503, code `busy`, Retry-After, SPEC §8's unavailable text. */
+export const busy = () => new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5' } });
 
 /** What the person asking is told, and what is stored, when an answer fails. */
 export function describeFailure(error: unknown, ceiling: AbortSignal, ceilingMs: number): { status: number; code: string; userMessage: string; logMessage: string } {

@@ -19,6 +19,7 @@ import {
   type TokenUsage,
   type VectorStoreInfo,
 } from './provider.ts';
+import { ProviderLogWriter } from './provider-log-writer.ts';
 import { RateGate, sharedSlots } from './rate-gate.ts';
 import { RunPoller } from './run-poller.ts';
 
@@ -68,6 +69,9 @@ export interface StartedRun {
   run: RunState;
 }
 
+/** The steps of an answer, whose call logs are written in batches (ProviderLogWriter); other calls are written at once. */
+const BATCHED_STEPS: ReadonlySet<ProviderStep> = new Set(['create_thread', 'create_message', 'create_run', 'retrieve_run', 'list_messages']);
+
 const DEFAULT_POLL_MS = 3000;
 const MAX_BODY_CHARS = 100_000;
 const NO_USAGE: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
@@ -91,6 +95,7 @@ export class AssistantService {
   readonly #runGate: RateGate;
   readonly #poller: RunPoller;
   readonly #events: EventBus | undefined;
+  readonly #logs: ProviderLogWriter;
 
   constructor(options: {
     provider: AssistantProvider;
@@ -99,6 +104,8 @@ export class AssistantService {
     logger: Logger;
     config: () => RuntimeConfig;
     events?: EventBus;
+    /** Where the answers' call logs wait to be written; shared by the services of one process (one is made when none is given). */
+    logs?: ProviderLogWriter;
   }) {
     this.provider = options.provider;
     this.#database = options.database;
@@ -106,6 +113,7 @@ export class AssistantService {
     this.#logger = options.logger;
     this.#config = options.config;
     this.#events = options.events;
+    this.#logs = options.logs ?? new ProviderLogWriter({ database: options.database, logger: options.logger });
     // One budget for every process: N processes must not make N × openai_max_requests_per_second.
     this.#runGate = new RateGate(() => this.#config().openai_max_requests_per_second, options.clock, sharedSlots(options.database, 'provider_create_run'));
     // Runs that are not streamed are looked at by one poller spending one budget of status checks (shared like the run rate).
@@ -121,6 +129,11 @@ export class AssistantService {
   /** Runs waiting for the poller (not streamed). */
   get polledRuns(): number {
     return this.#poller.size;
+  }
+
+  /** Writes the answers' call logs made so far (the pipeline does it as an answer ends, beside storing the answer). Never throws. */
+  flushLogs(): Promise<void> {
+    return this.#logs.flush();
   }
 
   /** The run settings of the current runtime configuration, with a user's overrides where set. */
@@ -148,6 +161,7 @@ export class AssistantService {
    * Asks `text` on the thread (creating one when `threadId` is null) and
    * waits for the answer: `start` then `finish`. Throws ProviderError when a
    * step fails or the run ends without completing; `signal` bounds the wait.
+   * Its call logs are written when it ends.
    */
   async ask(
     context: CallContext,
@@ -156,8 +170,12 @@ export class AssistantService {
     options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings } = {},
   ): Promise<AskResult> {
     const settings = options.settings ?? this.runSettings();
-    const started = await this.start(context, text, { threadId, messageId: null, runId: null }, { ...options, settings });
-    return this.finish(context, started.threadId, started.run, { ...options, settings });
+    try {
+      const started = await this.start(context, text, { threadId, messageId: null, runId: null }, { ...options, settings });
+      return await this.finish(context, started.threadId, started.run, { ...options, settings });
+    } finally {
+      await this.flushLogs();
+    }
   }
 
   /**
@@ -340,10 +358,14 @@ export class AssistantService {
         response_headers: serialize(responseHeaders),
         error: error === undefined ? null : describeError(error),
       };
-      try {
-        await insertProviderLog(this.#database.db, step, row);
-      } catch (logError) {
-        this.#logger.error({ err: logError, step }, 'could not write the provider call log');
+      if (BATCHED_STEPS.has(step) && !operation) {
+        this.#logs.add(step, row);
+      } else {
+        try {
+          await insertProviderLog(this.#database.db, step, row);
+        } catch (logError) {
+          this.#logger.error({ err: logError, step }, 'could not write the provider call log');
+        }
       }
       this.#events?.publish('provider_call', step, { duration_ms: endedAt.getTime() - startedAt.getTime(), failed: error !== undefined });
       if (error !== undefined) this.#logger.warn({ step, operation, err: error }, 'assistant provider call failed');

@@ -28,6 +28,8 @@ export class PublicChatRecorder implements AskRecorder {
   readonly #logger: Logger;
   readonly #owner: string;
   readonly #question: QuestionRef;
+  /** The outcome was stored, and with it the session's in-flight hold released. */
+  released = false;
 
   constructor(options: { database: Database; clock: Clock; logger: Logger; owner: string; question: QuestionRef }) {
     this.#database = options.database;
@@ -82,6 +84,7 @@ export class PublicChatRecorder implements AskRecorder {
       response_latency_ms: latency,
       sources,
     };
+    let releasing = false;
     await this.#database.transaction(async (trx) => {
       const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
         ...common,
@@ -108,6 +111,7 @@ export class PublicChatRecorder implements AskRecorder {
         now: finishedAt,
       });
       await queries.recordExchangeOnSession(trx, sessionId, { ...usage, error: null }, finishedAt);
+      releasing = true;
       await queries.bumpCounters(trx, {
         message_count: 1,
         'state:processing': -1,
@@ -120,11 +124,13 @@ export class PublicChatRecorder implements AskRecorder {
         processing_count: 1,
       });
     });
+    this.released = releasing;
   }
 
   async failed(failure: AnswerFailure): Promise<void> {
     const { sessionId, messageId } = this.#question;
     const finishedAt = failure.finishedAt.toISOString();
+    let releasing = false;
     await this.#database.transaction(async (trx) => {
       const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
         state: 'failed',
@@ -140,6 +146,7 @@ export class PublicChatRecorder implements AskRecorder {
       });
       if (!owned) return;
       await queries.recordExchangeOnSession(trx, sessionId, { ...failure.usage, error: failure.logMessage }, finishedAt);
+      releasing = true;
       await queries.bumpCounters(trx, {
         'state:processing': -1,
         'state:failed': 1,
@@ -149,6 +156,7 @@ export class PublicChatRecorder implements AskRecorder {
         total_tokens: failure.usage.total_tokens,
       });
     });
+    this.released = releasing;
   }
 
   /**
@@ -166,6 +174,7 @@ export class PublicChatRecorder implements AskRecorder {
       processing_duration_ms: stop.processingMs,
       response_latency_ms: stop.finishedAt.getTime() - this.#question.receivedAt,
     };
+    let releasing = false;
     await this.#database.transaction(async (trx) => {
       const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
         ...common,
@@ -180,6 +189,7 @@ export class PublicChatRecorder implements AskRecorder {
         await queries.insertMessage(trx, { session_id: sessionId, role: 'assistant', content: stop.partial, state: 'aborted', client_ip: clientIp, user_agent: userAgent, ...common, now: finishedAt });
       }
       await queries.recordExchangeOnSession(trx, sessionId, { ...stop.usage, error: null }, finishedAt);
+      releasing = true;
       await queries.bumpCounters(trx, {
         ...(stop.partial ? { message_count: 1 } : {}),
         'state:processing': -1,
@@ -190,5 +200,6 @@ export class PublicChatRecorder implements AskRecorder {
         total_tokens: stop.usage.total_tokens,
       });
     });
+    this.released = releasing;
   }
 }

@@ -32,6 +32,28 @@ export const touchSession = (db: Db, sessionId: string, client: { client_ip: str
     .where('session_id', '=', sessionId)
     .execute();
 
+/**
+ * touchSession and claimInFlight in one write (the hot path): marks the
+ * session used now and takes its in-flight slot; false (nothing written)
+ * when a request already holds it.
+ */
+export async function touchAndClaimSession(
+  db: Db,
+  sessionId: string,
+  client: { client_ip: string | null; user_agent: string | null },
+  now: string,
+  expiresAt: string,
+  staleBefore: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('public_chat_sessions')
+    .set({ ...client, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now, in_flight_since: now })
+    .where('session_id', '=', sessionId)
+    .where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', staleBefore)]))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 /** Takes the session's single in-flight slot; false when a request already holds it (a stale hold is taken over). */
 export async function claimInFlight(db: Db, sessionId: string, now: string, staleBefore: string): Promise<boolean> {
   const result = await db
@@ -84,6 +106,8 @@ export const recordExchangeOnSession = (
       completion_tokens: eb('completion_tokens', '+', outcome.completion_tokens),
       total_tokens: eb('total_tokens', '+', outcome.total_tokens),
       error: outcome.error,
+      // The exchange is over: the session may ask again (its in-flight hold goes in the same write).
+      in_flight_since: null,
       updated_at: now,
     }))
     .where('session_id', '=', sessionId)
@@ -234,7 +258,12 @@ export const findMessage = (db: Db, id: number) => db.selectFrom('public_chat_me
 export type MessageRow = NonNullable<Awaited<ReturnType<typeof findMessage>>>;
 
 /** The session's questions (user rows carry the answer too), newest first, with whether feedback was given; only those after `afterId` (the current conversation). */
-export const sessionExchanges = (db: Db, sessionId: string, limit: number, afterId: number | null = null) =>
+/**
+ * The session's exchanges (its questions' rows), newest first: `limit` of
+ * them, after `afterId` (the conversation's start) and before `beforeId`
+ * (a page's cursor) when given.
+ */
+export const sessionExchanges = (db: Db, sessionId: string, limit: number, range: { afterId?: number | null; beforeId?: number | undefined } = {}) =>
   db
     .selectFrom('public_chat_messages as message')
     .select(['message.id', 'message.content', 'message.response', 'message.error', 'message.state', 'message.sources', 'message.created_at'])
@@ -245,10 +274,24 @@ export const sessionExchanges = (db: Db, sessionId: string, limit: number, after
     )
     .where('message.session_id', '=', sessionId)
     .where('message.role', '=', 'user')
-    .$if(afterId !== null, (qb) => qb.where('message.id', '>', afterId!))
+    .$if(range.afterId != null, (qb) => qb.where('message.id', '>', range.afterId!))
+    .$if(range.beforeId !== undefined, (qb) => qb.where('message.id', '<', range.beforeId!))
     .orderBy('message.id', 'desc')
     .limit(limit)
     .execute();
+
+/** How many of the session's exchanges lie between `afterId` (the conversation's start) and `beforeId`. */
+export async function countSessionExchanges(db: Db, sessionId: string, range: { afterId: number | null; beforeId: number }): Promise<number> {
+  const row = await db
+    .selectFrom('public_chat_messages')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('session_id', '=', sessionId)
+    .where('role', '=', 'user')
+    .$if(range.afterId !== null, (qb) => qb.where('id', '>', range.afterId!))
+    .where('id', '<', range.beforeId)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
 
 /**
  * Stores the session's feedback of one type on a message, replacing what it

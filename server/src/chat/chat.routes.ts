@@ -1,6 +1,7 @@
 import {
   ChatCancelReplySchema,
   ChatCancelRequestSchema,
+  ChatHistoryQuerySchema,
   ChatHistoryReplySchema,
   ChatNewConversationReplySchema,
   ChatReplySchema,
@@ -60,6 +61,10 @@ const SEND_DESCRIPTION =
   'With `Accept: text/event-stream` the answer streams (DESIGN §9): `event: delta` / `data: {"text": …}` pieces, then one `event: done` ' +
   'carrying this reply; refusals before the answer starts keep their status and JSON body.';
 
+const HISTORY_DESCRIPTION =
+  'The current conversation, oldest first: the newest `limit` exchanges (1–100, default 100), older than the exchange `before` (a `feedback_id`) when given. ' +
+  '`has_more` / `earlier_count`: older exchanges are left; ask again with `before` set to the first exchange\'s `feedback_id`.';
+
 /** Answers with the JSON reply, or the event stream when the client asked for one; streams end once the app closes. */
 function answerReplier(instance: FastifyInstance, options: ChatRouteOptions) {
   const { clock, embeddable } = options;
@@ -113,10 +118,11 @@ export function registerChatRoutes(instance: FastifyInstance, chat: ChatService,
     return { success: true, error: null };
   });
 
-  app.get('/public/chat/history', { schema: { tags, response: { 200: ChatHistoryReplySchema } } }, async (request) => ({
-    success: true as const,
-    exchanges: await chat.history(chatSessionId(request)),
-  }));
+  app.get(
+    '/public/chat/history',
+    { schema: { tags, description: HISTORY_DESCRIPTION, querystring: ChatHistoryQuerySchema, response: { 200: ChatHistoryReplySchema } } },
+    async (request) => ({ success: true as const, ...(await chat.history(chatSessionId(request), request.query)) }),
+  );
 
   app.get('/public/chat/last_refresh', { schema: { tags, response: { 200: LastRefreshReplySchema } } }, async () => {
     const time = await lastRefresh.lastRefresh();

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { ANSWER_STOPPED_MESSAGE, capAnswer, type ChatCancelReply, type ChatExchange, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
+import { ANSWER_STOPPED_MESSAGE, capAnswer, type ChatCancelReply, type ChatHistoryQuery, type ChatHistoryReply, type ChatReply, type ChatSendRequest, type FeedbackRequest, type Source } from '@concierge/contract';
 import { storedSource } from '../assistant/knowledge-format.ts';
 import type { Logger } from 'pino';
-import { ANSWER_CEILING_MS, ASK_ERRORS, AskStoppedError, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
+import { ANSWER_CEILING_MS, ASK_ERRORS, AskStoppedError, busy, type AskOrigin, type AskPipeline, type Slot } from '../ask/ask-pipeline.ts';
 import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
@@ -62,7 +62,6 @@ const STOP_POLL_MS = 250;
 const SPENT_TOKEN_RETENTION_MS = 60 * 60_000;
 /** Rate-limit windows stay on the console's Rate Limits screen this long. */
 const RATE_LIMIT_RETENTION_MS = 30 * 24 * 60 * 60_000;
-const HISTORY_LIMIT = 100;
 
 export const CHAT_ERRORS = {
   disabled: 'Public chat is currently disabled',
@@ -217,6 +216,8 @@ export class ChatService implements LeasedWork {
     const receivedAt = this.#now().getTime();
     this.ensureEnabled();
     this.#options.pipeline.checkOpen();
+    // Every place taken and the wait queue full: refused before any database work, so a burst costs little each.
+    if (this.#options.pipeline.saturated) throw busy();
 
     let session = await this.findSession(sessionId);
     if (source === 'admin_chat') session ??= await this.#session(undefined, client);
@@ -237,36 +238,49 @@ export class ChatService implements LeasedWork {
     // and the address's minute: only questions that reach the assistant spend them (README "Reliability").
     const now = this.#now();
     const staleBefore = new Date(now.getTime() - IN_FLIGHT_STALE_MS).toISOString();
-    if (!(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
+    // The in-flight hold lasts as long as the answer (released when it is stored), not as long as this request.
+    // With a place free under the cap (the usual case) it is taken with the question's row, in one transaction;
+    // at capacity it is taken first, so a second question of the session is refused at once rather than after the wait.
+    // A question of the session already in flight as the session was read: refused before anything is counted.
+    if (session.in_flight_since && session.in_flight_since >= staleBefore) throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
+    let slot = this.#options.pipeline.tryAcquire();
+    const claimedFirst = !slot;
+    if (claimedFirst && !(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
       throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
     }
-    // The in-flight hold lasts as long as the answer (released when it settles), not as long as this request.
     let live: LiveAnswer;
-    const counted: WindowCount['counted'][] = [];
+    let counted: WindowCount['counted'][] = [];
     try {
-      const perMinute = this.#options.config.get().public_chat_requests_per_minute;
-      counted.push(await this.#limit(`session:${session.session_id}`, client.ip, perMinute));
-      if (client.ip) counted.push(await this.#limit(`ip:${client.ip}`, client.ip, perMinute * IP_LIMIT_FACTOR));
-      const slot = await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs).catch(async (error: unknown) => {
-        await Promise.all(counted.map((window) => this.#windows.uncount(window)));
-        throw error;
-      });
-      live = await this.#answer(slot, session, request, client, source, receivedAt);
+      counted = await this.#limitQuestion(session.session_id, client.ip);
+      slot ??= await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs);
+      live = await this.#answer(slot, session, request, client, source, receivedAt, claimedFirst ? null : staleBefore);
     } catch (error) {
-      // Over the address's limit: the session's minute keeps no trace of a question that never ran.
-      if (isAppError(error) && error.status === 429 && counted.length === 1 && client.ip) await this.#windows.uncount(counted[0]!);
-      await queries.releaseInFlight(this.#db, session.session_id);
+      // The place goes back (#answer gave it back already when it failed; giving back twice is nothing).
+      slot?.release();
+      // Refused busy or as a duplicate after the question was counted: the minutes keep no trace of it.
+      if (isAppError(error) && (error.status === 503 || error.status === 409)) await Promise.all(counted.map((window) => this.#windows.uncount(window)));
+      // A hold this request took is given back; one it found taken (409) belongs to the other request.
+      if (claimedFirst) await queries.releaseInFlight(this.#db, session.session_id);
       throw error;
     }
     return { sessionId: session.session_id, follow: (onText) => live.follow(onText) };
   }
 
-  /** The session's recent exchanges, oldest first, to restore the conversation after a reload. */
-  async history(sessionId: string | undefined): Promise<ChatExchange[]> {
+  /**
+   * A page of the session's current conversation, to restore it after a
+   * reload: the newest `limit` exchanges older than `before` (all of them
+   * when it is not given), listed oldest first, and how many older ones
+   * are left. Only the session's own rows after its last "New
+   * conversation" are ever read, whatever `before` says.
+   */
+  async history(sessionId: string | undefined, page: ChatHistoryQuery): Promise<Omit<ChatHistoryReply, 'success'>> {
     const session = await this.findSession(sessionId);
-    if (!session) return [];
-    const rows = await queries.sessionExchanges(this.#db, session.session_id, HISTORY_LIMIT, session.conversation_after_id);
-    return rows.reverse().map((row) => ({
+    if (!session) return { exchanges: [], has_more: false, earlier_count: 0 };
+    const afterId = session.conversation_after_id;
+    const rows = await queries.sessionExchanges(this.#db, session.session_id, page.limit, { afterId, beforeId: page.before });
+    const oldest = rows.at(-1);
+    const earlier = oldest && rows.length === page.limit ? await queries.countSessionExchanges(this.#db, session.session_id, { afterId, beforeId: oldest.id }) : 0;
+    const exchanges = rows.reverse().map((row) => ({
       feedback_id: row.id,
       question: row.content,
       // Answers stored before the cap came in are served cut too.
@@ -277,6 +291,7 @@ export class ChatService implements LeasedWork {
       feedback_submitted: Boolean(row.feedback_submitted),
       created_at: row.created_at,
     }));
+    return { exchanges, has_more: earlier > 0, earlier_count: earlier };
   }
 
   /**
@@ -314,7 +329,16 @@ export class ChatService implements LeasedWork {
    * answer it in the background: the answer's text goes to its LiveAnswer as
    * it comes, and the session's in-flight hold is released when it settles.
    */
-  async #answer(slot: Slot, session: queries.SessionRow, request: ChatSendRequest, client: ClientInfo, source: ChatSource, receivedAt: number): Promise<LiveAnswer> {
+  async #answer(
+    slot: Slot,
+    session: queries.SessionRow,
+    request: ChatSendRequest,
+    client: ClientInfo,
+    source: ChatSource,
+    receivedAt: number,
+    /** Take the session's in-flight hold with the question (a hold older than this is stale); null when it is already held. */
+    claimStaleBefore: string | null,
+  ): Promise<LiveAnswer> {
     const { pipeline } = this.#options;
     let messageId: number;
     try {
@@ -335,7 +359,8 @@ export class ChatService implements LeasedWork {
           client_message_id: request.client_message_id ?? null,
           now: startedAt.toISOString(),
         });
-        await this.#touchIn(trx, session, client, startedAt, { message_count: 1, 'state:processing': 1 });
+        // A question of the session already in flight refuses this one (409): the transaction, and the row above, roll back.
+        await this.#touchIn(trx, session, client, startedAt, { message_count: 1, 'state:processing': 1 }, claimStaleBefore);
         return id;
       });
     } catch (error) {
@@ -344,7 +369,7 @@ export class ChatService implements LeasedWork {
     }
     const stop = new AbortController();
     let live: LiveAnswer | undefined;
-    const answering = pipeline.answer(
+    const answering = (recorder: PublicChatRecorder) => pipeline.answer(
       slot,
       {
         asker: { origin: source, sessionId: session.session_id, messageId },
@@ -356,15 +381,17 @@ export class ChatService implements LeasedWork {
         onText: (delta) => live?.push(delta),
         signal: stop.signal,
       },
-      this.#recorder({ messageId, sessionId: session.session_id, clientIp: client.ip, userAgent: client.userAgent, receivedAt }),
+      recorder,
     );
-    const reply = answering
+    const recorder = this.#recorder({ messageId, sessionId: session.session_id, clientIp: client.ip, userAgent: client.userAgent, receivedAt });
+    const reply = answering(recorder)
       .then((outcome): ChatReply => ({ success: true, response: outcome.answer.text, feedback_id: messageId, error: null, sources: outcome.answer.sources }))
       .catch((error: unknown) => {
         if (error instanceof AskStoppedError) return stoppedReply(messageId, error.stop.partial);
         throw error;
       })
-      .finally(() => queries.releaseInFlight(this.#db, session.session_id));
+      // Storing the outcome released the session's hold; when nothing was stored (another process took it over), it goes here.
+      .finally(() => (recorder.released ? undefined : queries.releaseInFlight(this.#db, session.session_id)));
     live = new LiveAnswer(reply);
     void this.#track(messageId, { work: reply, live, stop }).catch(() => {});
     return live;
@@ -558,6 +585,25 @@ export class ChatService implements LeasedWork {
     return { success: true, response, feedback_id: row.id, error: null, sources: parseSources(row.sources) };
   }
 
+  /**
+   * Counts a question against its session's minute and its address's
+   * (IP_LIMIT_FACTOR × as many), both in one statement; returns the windows
+   * it was counted in. Over either: 429 with Retry-After, the refusal
+   * counted only in the window it went over (so that window shows it
+   * limited, and the other keeps no trace of it).
+   */
+  async #limitQuestion(sessionId: string, clientIp: string | null): Promise<WindowCount['counted'][]> {
+    const perMinute = this.#options.config.get().public_chat_requests_per_minute;
+    const session = `session:${sessionId}`;
+    const limits = [{ identifier: session, max: perMinute }, ...(clientIp ? [{ identifier: `ip:${clientIp}`, max: perMinute * IP_LIMIT_FACTOR }] : [])];
+    const counts = await this.#windows.countMany(limits, clientIp);
+    const over = counts.findIndex((count) => count.over);
+    if (over < 0) return counts.map((count) => count.counted);
+    await Promise.all(counts.filter((_, i) => i !== over).map((count) => this.#windows.uncount(count.counted)));
+    if (over === 0) await queries.noteLimited(this.#db, session, this.#now().toISOString());
+    throw tooManyRequests(CHAT_ERRORS.rateLimited, counts[over]!.retryAfterSeconds);
+  }
+
   /** Counts one request against the identifier's minute; 429 with Retry-After when over its limit (the refusal stays counted, so the window shows it limited). */
   async #limit(identifier: string, clientIp: string | null, max: number, message: string = CHAT_ERRORS.rateLimited, code?: string): Promise<WindowCount['counted']> {
     const counted = await this.#windows.count(identifier, clientIp, max);
@@ -602,10 +648,14 @@ export class ChatService implements LeasedWork {
    * counter write (the hot path: one transaction and one counter statement
    * per question). An address already on the session was noted when it came.
    */
-  async #touchIn(trx: Db, session: queries.SessionRow, client: ClientInfo, now: Date, counters: Record<string, number> = {}): Promise<void> {
+  async #touchIn(trx: Db, session: queries.SessionRow, client: ClientInfo, now: Date, counters: Record<string, number> = {}, claimStaleBefore: string | null = null): Promise<void> {
     const expiresAt = new Date(now.getTime() + SESSION_IDLE_MS).toISOString();
     const added = Math.max(0, now.getTime() - Date.parse(session.last_seen_at));
-    await queries.touchSession(trx, session.session_id, { client_ip: client.ip, user_agent: client.userAgent }, now.toISOString(), expiresAt);
+    const seen = { client_ip: client.ip, user_agent: client.userAgent };
+    if (claimStaleBefore === null) await queries.touchSession(trx, session.session_id, seen, now.toISOString(), expiresAt);
+    else if (!(await queries.touchAndClaimSession(trx, session.session_id, seen, now.toISOString(), expiresAt, claimStaleBefore))) {
+      throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
+    }
     await queries.bumpCounters(trx, { ...counters, session_duration_ms_sum: added });
     if (client.ip !== session.client_ip) await queries.noteClientIp(trx, client.ip, now.toISOString());
   }

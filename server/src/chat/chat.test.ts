@@ -75,7 +75,7 @@ describe('public chat', () => {
     expect(threads).toHaveLength(1);
 
     const stranger = await ctx.app.inject({ method: 'GET', url: '/public/chat/history' });
-    expect(stranger.json()).toEqual({ success: true, exchanges: [] });
+    expect(stranger.json()).toEqual({ success: true, exchanges: [], has_more: false, earlier_count: 0 });
   });
 
   it('answers a retried question once', async () => {

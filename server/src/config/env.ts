@@ -97,6 +97,8 @@ const EnvShape = z.object({
   OPENAI_BASE_URL: httpUrl.optional(),
   OPENAI_MODEL: z.string().trim().min(1).default('gpt-5-mini'),
   OPENAI_VECTOR_STORE_ID: optionalText,
+  /** How long one call to OpenAI may take before the SDK gives up on it (and retries, with back-off). */
+  OPENAI_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   TURNSTILE_SITE_KEY: optionalText,
   TURNSTILE_SECRET_KEY: optionalText,
   TURNSTILE_VERIFY_URL: httpUrl.default('https://challenges.cloudflare.com/turnstile/v0/siteverify'),
@@ -109,7 +111,7 @@ const EnvShape = z.object({
   CONVENTION_URL: httpUrl.optional(),
   PRODUCT_NAME: z.string().trim().min(1).max(60).default('Con Concierge'),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
-  MAX_CONCURRENT_RUNS: z.coerce.number().int().min(1).max(10_000).default(50),
+  MAX_CONCURRENT_RUNS: z.coerce.number().int().min(1).max(10_000).default(100),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   WEB_DIST_DIR: z.string().trim().min(1).default(path.join(REPO_ROOT, 'web/dist')),
   EMBED_ORIGINS: embedOrigins.default([]),

@@ -103,6 +103,12 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Kyse
     options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC'].join(' ').trim(),
   });
   pool.on('error', (error) => options.logger?.error({ err: error }, 'idle PostgreSQL connection failed'));
+  // A connection checked out of the pool but between queries (the crawler's advisory lock is held on one for a
+  // whole run) has no pool listener: when the server goes away (a restart), its 'error' would end the process.
+  // The next query on it fails instead, and the pool drops it when it comes back.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => options.logger?.warn({ err: error }, 'a PostgreSQL connection in use failed; it will be replaced'));
+  });
   if (options.schema) {
     const client = await pool.connect();
     try {

@@ -23,6 +23,26 @@ function describeValidation(error: FastifyError & { validation: { instancePath: 
   return { error: message };
 }
 
+export const DATABASE_UNAVAILABLE = 'The service cannot reach its database right now. Please try again in a moment.';
+
+/** Network codes of a database server that is down or went away. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
+
+/**
+ * PostgreSQL gone (restarting, shut down, unreachable): its "cannot connect
+ * now" / "admin shutdown" codes (class 57P), connection exceptions (class
+ * 08), a refused or reset socket, or pg's "Connection terminated". A 503 the
+ * client may retry, not a 500.
+ */
+function databaseUnreachable(error: unknown): boolean {
+  for (let cause: unknown = error, depth = 0; cause && depth < 5; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const { code, message } = cause as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && (/^57P0[1-3]$/.test(code) || /^08/.test(code) || NETWORK_CODES.has(code))) return true;
+    if (typeof message === 'string' && /^Connection terminated|timeout exceeded when trying to connect/.test(message)) return true;
+  }
+  return false;
+}
+
 /**
  * The one error handler: typed errors keep their status and code, validation
  * errors name the field, client errors raised by Fastify (bad JSON, wrong
@@ -44,6 +64,11 @@ export function registerErrorHandler(app: FastifyInstance): void {
       const code = (error.code ?? 'bad_request').toLowerCase();
       const message = error instanceof SyntaxError || code === 'fst_err_ctp_invalid_json_body' ? 'Request body is not valid JSON' : error.message;
       return sendError(request, reply, status, { error: message, code });
+    }
+    if (databaseUnreachable(error)) {
+      request.log.error({ err: error }, 'the database is not reachable');
+      reply.header('retry-after', '5');
+      return sendError(request, reply, 503, { error: DATABASE_UNAVAILABLE, code: 'database_unavailable' });
     }
     request.log.error({ err: error }, 'request failed');
     return sendError(request, reply, 500, { error: 'Internal server error', code: 'internal_error' });

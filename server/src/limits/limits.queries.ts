@@ -1,14 +1,32 @@
 import type { Db } from '../db/database.ts';
 
+export interface WindowRow {
+  identifier: string;
+  client_ip: string | null;
+  window_start: string;
+  window_end: string;
+  max_requests: number;
+}
+
 /** Counts one request in the identifier's window (one atomic upsert); returns the count after it. */
-export async function countInWindow(
-  db: Db,
-  window: { identifier: string; client_ip: string | null; window_start: string; window_end: string; max_requests: number; now: string },
-): Promise<{ request_count: number; max_requests: number }> {
-  const { now, ...values } = window;
+export async function countInWindow(db: Db, window: WindowRow & { now: string }): Promise<{ request_count: number; max_requests: number }> {
+  const { now, ...row } = window;
+  const [counted] = await countInWindows(db, [row], now);
+  return counted!;
+}
+
+/**
+ * Counts one request in each of several windows in one atomic multi-row
+ * upsert, rows in identifier order (so concurrent requests lock them in the
+ * same order on PostgreSQL); returns each window's count after it.
+ */
+export async function countInWindows(db: Db, windows: WindowRow[], now: string): Promise<{ identifier: string; request_count: number; max_requests: number }[]> {
+  const rows = [...windows]
+    .sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0))
+    .map((row) => ({ ...row, request_count: 1, limited: row.max_requests < 1, limited_at: row.max_requests < 1 ? now : null, created_at: now, updated_at: now }));
   return db
     .insertInto('public_chat_rate_limits')
-    .values({ ...values, request_count: 1, limited: window.max_requests < 1, limited_at: window.max_requests < 1 ? now : null, created_at: now, updated_at: now })
+    .values(rows)
     .onConflict((conflict) =>
       conflict.columns(['identifier', 'window_start']).doUpdateSet((eb) => {
         const over = eb(eb('public_chat_rate_limits.request_count', '+', 1), '>', eb.ref('excluded.max_requests'));
@@ -22,8 +40,8 @@ export async function countInWindow(
         };
       }),
     )
-    .returning(['request_count', 'max_requests'])
-    .executeTakeFirstOrThrow();
+    .returning(['identifier', 'request_count', 'max_requests'])
+    .execute();
 }
 
 /**

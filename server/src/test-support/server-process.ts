@@ -45,6 +45,11 @@ export class ServerProcess {
     this.#child.stderr!.on('data', (chunk: Buffer) => (this.#stderr += chunk.toString('utf8')));
   }
 
+  /** What the process wrote to stderr (a crash's stack trace). */
+  get stderr(): string {
+    return this.#stderr;
+  }
+
   get pid(): number | undefined {
     return this.#child.pid;
   }

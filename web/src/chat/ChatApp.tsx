@@ -31,20 +31,26 @@ export function ChatApp() {
   const focusInputSoon = useCallback(() => window.setTimeout(focusInput, 0), [focusInput]);
 
   const scroll = useConversationScroll(messages, chat.restoredAt);
-  const { hiddenBefore, showEarlier } = chat;
-  const shown = hiddenBefore > 0 ? messages.slice(hiddenBefore) : messages;
-  // "Show earlier messages" draws them above what the visitor is reading, which stays where it was on the screen.
+  const { hiddenBefore, earlierState, showEarlier } = chat;
+  // "Show earlier messages" fetches them and draws them above what the visitor is reading, which stays where it was on
+  // the screen (where it is when they arrive: the visitor may scroll while they come).
   const fromBottom = useRef<number | null>(null);
-  const revealEarlier = () => {
-    const box = scroll.containerRef.current;
-    fromBottom.current = box ? box.scrollHeight - box.scrollTop : null;
-    showEarlier();
-  };
+  const earlierButton = useRef<HTMLButtonElement>(null);
+  const earlierHadFocus = useRef(false);
+  const revealEarlier = () =>
+    showEarlier(() => {
+      const box = scroll.containerRef.current;
+      fromBottom.current = box ? box.scrollHeight - box.scrollTop : null;
+      earlierHadFocus.current = document.activeElement === earlierButton.current;
+    });
   useLayoutEffect(() => {
     const box = scroll.containerRef.current;
     if (box && fromBottom.current !== null) box.scrollTop = box.scrollHeight - fromBottom.current;
     fromBottom.current = null;
-  }, [hiddenBefore, scroll.containerRef]);
+    // The last page takes the button away: its focus goes to the conversation it was in, not back to the page's start.
+    if (earlierHadFocus.current && !earlierButton.current) box?.focus({ preventScroll: true });
+    earlierHadFocus.current = false;
+  }, [messages, scroll.containerRef]);
 
   // Once the chat becomes ready (or ready again after verification), the box takes the focus with a mouse at hand
   // (a phone's keyboard would jump up unasked), unless the focus is elsewhere already: on the page, or, embedded, on the host site.
@@ -114,14 +120,28 @@ export function ChatApp() {
       </header>
       <main className="cc-main">
         <div className="cc-log-wrap">
-          <section className="cc-log" aria-label="Conversation" ref={scroll.containerRef} onScroll={scroll.onScroll}>
+          <section className="cc-log" aria-label="Conversation" ref={scroll.containerRef} onScroll={scroll.onScroll} tabIndex={-1}>
             <div className="cc-log__inner" ref={scroll.contentRef}>
               {hiddenBefore > 0 && (
-                <button type="button" className="cc-button cc-button--outlined cc-show-earlier" onClick={revealEarlier}>
-                  Show earlier messages ({hiddenBefore})
-                </button>
+                <div className="cc-show-earlier">
+                  {/* Not disabled while it loads: a disabled button would drop the keyboard's focus. */}
+                  <button
+                    type="button"
+                    ref={earlierButton}
+                    className="cc-button cc-button--outlined"
+                    aria-disabled={earlierState === 'loading'}
+                    onClick={() => void revealEarlier()}
+                  >
+                    {earlierState === 'loading' ? 'Loading earlier messages…' : `Show earlier messages (${hiddenBefore})`}
+                  </button>
+                  {earlierState === 'failed' && (
+                    <p className="cc-note" role="alert">
+                      {CHAT_TEXT.earlierFailed}
+                    </p>
+                  )}
+                </div>
               )}
-              {shown.map((message) => (
+              {messages.map((message) => (
                 <Message key={message.id} message={message} actions={actions} />
               ))}
             </div>

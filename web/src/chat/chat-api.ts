@@ -1,4 +1,4 @@
-import type { ChatCancelReply, ChatHistoryReply, ChatReply, FeedbackType, Source } from '@concierge/contract';
+import type { ChatCancelReply, ChatExchange, ChatHistoryReply, ChatReply, FeedbackType, Source } from '@concierge/contract';
 
 /** A reply as the server sends it (JSON, or an event stream's `done`); a stopped answer says so, its partial answer in `response`. */
 type Reply = ChatReply;
@@ -36,6 +36,7 @@ export const CHAT_TEXT = {
   feedbackNotFound: 'Message not found or does not belong to your session',
   feedbackTimeout: 'Request timeout. Please try again.',
   feedbackOther: 'Failed to submit feedback. Please try again.',
+  earlierFailed: 'Could not load earlier messages. Please try again.',
 } as const;
 
 export type SendOutcome =
@@ -240,11 +241,24 @@ export async function verifyToken(token: string): Promise<string | null> {
   }
 }
 
-export async function loadHistory(): Promise<ChatHistoryReply['exchanges']> {
+/** One page of the restored conversation: its exchanges oldest first, and how many older ones the server still has. */
+export interface HistoryPage {
+  exchanges: ChatExchange[];
+  /** Exchanges older than the first one here, not fetched yet (0: this page starts the conversation). */
+  earlierCount: number;
+}
+
+/**
+ * A page of the session's conversation: the newest `limit` exchanges, or
+ * those older than the exchange `before`. Null when it could not be had
+ * (the page then shows what it has).
+ */
+export async function loadHistory(page: { limit: number; before?: number }): Promise<HistoryPage | null> {
   try {
-    return (await api.get<ChatHistoryReply>('/public/chat/history', { timeoutMs: TIMEOUTS.history })).exchanges;
+    const reply = await api.get<ChatHistoryReply>('/public/chat/history', { query: page, timeoutMs: TIMEOUTS.history });
+    return { exchanges: reply.exchanges, earlierCount: reply.has_more ? reply.earlier_count : 0 };
   } catch {
-    return [];
+    return null;
   }
 }
 

@@ -26,6 +26,8 @@ export interface ChatMessage {
   markdown?: boolean;
   /** The question an answer (or its failure) belongs to, for Retry. */
   question?: string;
+  /** The stored exchange (its feedback_id) a message restored from the history belongs to. */
+  exchangeId?: number;
   /** The welcome message: its example prompts, and the server's rendering of it. */
   welcome?: { examples: string[]; html: string | null };
 }

@@ -2,7 +2,7 @@ import type { ChatExchange } from '@concierge/contract';
 import { CHAT_MESSAGE_MAX } from '@concierge/contract/chat-constants';
 import { startTransition, useCallback, useEffect, useRef, useState } from 'react';
 import { runtimeConfig } from '../app/runtime-config.ts';
-import { CHAT_TEXT, cancelAnswer, checkVerificationEnabled, loadHistory, sendMessage, startNewConversation, verifyToken } from './chat-api.ts';
+import { CHAT_TEXT, cancelAnswer, checkVerificationEnabled, loadHistory, sendMessage, startNewConversation, verifyToken, type HistoryPage } from './chat-api.ts';
 import { newId, type ChatMessage } from './chat-types.ts';
 import { toPlainText } from './plain-text.ts';
 
@@ -31,8 +31,9 @@ export function welcomeMessage(): ChatMessage {
 
 /** A stored exchange as the screen shows it after a reload. */
 function restore(exchange: ChatExchange): ChatMessage[] {
-  const question: ChatMessage = { id: `q-${exchange.feedback_id}`, role: 'user', text: exchange.question, timestamp: exchange.created_at };
-  const base = { id: `a-${exchange.feedback_id}`, role: 'assistant' as const, timestamp: exchange.created_at, question: exchange.question };
+  const exchangeId = exchange.feedback_id;
+  const question: ChatMessage = { id: `q-${exchangeId}`, role: 'user', text: exchange.question, timestamp: exchange.created_at, exchangeId };
+  const base = { id: `a-${exchangeId}`, role: 'assistant' as const, timestamp: exchange.created_at, question: exchange.question, exchangeId };
   if (exchange.state === 'aborted') return [question, { ...base, text: exchange.answer ?? '', status: 'stopped' }];
   if (exchange.answer) {
     return [
@@ -46,10 +47,26 @@ function restore(exchange: ChatExchange): ChatMessage[] {
 }
 
 /**
- * Messages drawn after a reload; the older ones of a long conversation wait
- * behind "Show earlier messages", which draws this many more each time.
+ * Messages drawn after a reload; the older ones of a long conversation stay
+ * on the server behind "Show earlier messages", which fetches and draws
+ * this many more each time.
  */
 export const MESSAGES_SHOWN_AT_ONCE = 20;
+/** Exchanges in one page of the history: a question and its answer are two messages. */
+const HISTORY_PAGE = MESSAGES_SHOWN_AT_ONCE / 2;
+
+/** A page of the history as messages: the welcome goes first once the page starts the conversation. */
+const pageMessages = (page: HistoryPage) => [...(page.earlierCount > 0 ? [] : [welcomeMessage()]), ...page.exchanges.flatMap(restore)];
+
+/** Where the history not fetched yet stands: how many exchanges, older than the exchange `before`. */
+interface Earlier {
+  count: number;
+  before: number;
+}
+const earlierOf = (page: HistoryPage): Earlier | null => {
+  const first = page.exchanges[0];
+  return first && page.earlierCount > 0 ? { count: page.earlierCount, before: first.feedback_id } : null;
+};
 
 /** Past this length a streamed answer is drawn a few times a second rather than every frame (each drawing parses it all). */
 const LONG_ANSWER = 16_000;
@@ -76,26 +93,48 @@ export function useChat() {
   /** A Stop's cancel request: the next question waits for it, so the server has freed the session. */
   const cancelling = useRef<Promise<void> | null>(null);
   const [restoredAt, setRestoredAt] = useState(0);
-  /** How many of the oldest messages are not drawn (a restored long conversation). */
-  const [hiddenBefore, setHiddenBefore] = useState(0);
+  /** The older part of a restored conversation, still on the server; null once it is all here. */
+  const [earlier, setEarlier] = useState<Earlier | null>(null);
+  const [earlierState, setEarlierState] = useState<'idle' | 'loading' | 'failed'>('idle');
+  /** Counts conversations: a page of an earlier one arriving after New conversation is dropped. */
+  const conversation = useRef(0);
 
   const update = useCallback((id: string, change: Partial<ChatMessage> | ((message: ChatMessage) => Partial<ChatMessage>)) => {
     setMessages((current) => current.map((message) => (message.id === id ? { ...message, ...(typeof change === 'function' ? change(message) : change) } : message)));
   }, []);
 
+  // Only the newest page is fetched and drawn: a phone on venue Wi-Fi gets its conversation back after one small reply.
   const restoreHistory = useCallback(async () => {
-    const exchanges = await loadHistory();
-    if (exchanges.length === 0) return;
-    const restored = [welcomeMessage(), ...exchanges.flatMap(restore)];
-    // Drawn as a transition, newest first: the box answers typing while a long conversation appears.
+    const started = conversation.current;
+    const page = await loadHistory({ limit: HISTORY_PAGE });
+    if (!page || page.exchanges.length === 0 || started !== conversation.current) return;
+    // Drawn as a transition: the box answers typing while the conversation appears.
     startTransition(() => {
-      setMessages(restored);
-      setHiddenBefore(Math.max(0, restored.length - MESSAGES_SHOWN_AT_ONCE));
+      setMessages(pageMessages(page));
+      setEarlier(earlierOf(page));
       setRestoredAt(Date.now());
     });
   }, []);
 
-  const showEarlier = useCallback(() => setHiddenBefore((hidden) => Math.max(0, hidden - MESSAGES_SHOWN_AT_ONCE)), []);
+  /**
+   * "Show earlier messages": fetches the next older page and draws it above
+   * the rest; `beforeDraw` runs just before, to note where the reader is.
+   */
+  const showEarlier = useCallback(
+    async (beforeDraw?: () => void) => {
+      if (!earlier || earlierState === 'loading') return;
+      const started = conversation.current;
+      setEarlierState('loading');
+      const page = await loadHistory({ limit: HISTORY_PAGE, before: earlier.before });
+      if (started !== conversation.current) return;
+      if (!page) return setEarlierState('failed');
+      beforeDraw?.();
+      setMessages((current) => [...pageMessages(page), ...current]);
+      setEarlier(earlierOf(page));
+      setEarlierState('idle');
+    },
+    [earlier, earlierState],
+  );
 
   // Readiness: is verification on? If not, an empty-token verification readies the session.
   useEffect(() => {
@@ -124,20 +163,22 @@ export function useChat() {
     };
   }, [restoreHistory]);
 
-  // After a reload during an answer, look again until it is there (or gave up).
-  const waitingRestored = messages.some((message) => message.status === 'waiting') && !inFlight;
+  // After a reload during an answer, look again (at that one exchange) until it is there (or gave up).
+  const waitingFor = inFlight ? undefined : messages.find((message) => message.status === 'waiting' && message.exchangeId !== undefined)?.exchangeId;
   useEffect(() => {
-    if (!waitingRestored) return;
+    if (waitingFor === undefined) return;
     const started = Date.now();
     const timer = setInterval(() => {
       if (Date.now() - started > FOLLOW_FOR_MS) return clearInterval(timer);
-      void loadHistory().then((exchanges) => {
-        if (exchanges.length === 0 || exchanges.at(-1)?.state === 'processing') return;
-        setMessages([welcomeMessage(), ...exchanges.flatMap(restore)]);
+      void loadHistory({ limit: 1, before: waitingFor + 1 }).then((page) => {
+        const exchange = page?.exchanges[0];
+        if (exchange?.feedback_id !== waitingFor || exchange.state === 'processing') return;
+        const fresh = new Map(restore(exchange).map((message) => [message.id, message]));
+        setMessages((current) => current.map((message) => fresh.get(message.id) ?? message));
       });
     }, FOLLOW_INTERVAL_MS);
     return () => clearInterval(timer);
-  }, [waitingRestored]);
+  }, [waitingFor]);
 
   const onVerified = useCallback(async (token: string) => {
     const failure = await verifyToken(token);
@@ -255,8 +296,10 @@ export function useChat() {
       setMessages((current) => [...current, { id: newId(), role: 'assistant', text: failure, timestamp: now(), status: 'error' }]);
       return false;
     }
+    conversation.current += 1;
     setMessages([welcomeMessage()]);
-    setHiddenBefore(0);
+    setEarlier(null);
+    setEarlierState('idle');
     setAnnouncement('New conversation started.');
     return true;
   }, [inFlight]);
@@ -268,7 +311,9 @@ export function useChat() {
     pending: inFlight !== null,
     announcement,
     restoredAt,
-    hiddenBefore,
+    /** Messages of the conversation not drawn yet (the welcome included), for "Show earlier messages (N)". */
+    hiddenBefore: earlier ? earlier.count * 2 + 1 : 0,
+    earlierState,
     showEarlier,
     ask,
     stop,

@@ -34,6 +34,8 @@ export interface InjectedFailure {
   count?: number;
   /** Match only requests that ask for a stream (true) or only those that do not (false). */
   stream?: boolean;
+  /** The `retry-after-ms` hint sent with a 429 or 5xx (20 unless set; null sends none, leaving the client to its own back-off). */
+  retryAfterMs?: number | null;
 }
 
 /** Cuts streams off mid-way, as a dropped connection would. */
@@ -224,7 +226,7 @@ export async function startFakeOpenAI(options: { port?: number; apiKey?: string;
     if (failure) {
       failure.count = (failure.count ?? 1) - 1;
       if (failure.count <= 0) knobs.failures.splice(knobs.failures.indexOf(failure), 1);
-      throw injected(failure.status);
+      throw injected(failure.status, failure.retryAfterMs === undefined ? 20 : failure.retryAfterMs);
     }
 
     const result = await route(method, url, body);
@@ -685,18 +687,19 @@ class EventFeed {
   }
 }
 
-function injected(status: InjectedFailure['status']): HttpError {
+function injected(status: InjectedFailure['status'], retryAfterMs: number | null): HttpError {
+  const hint: Record<string, string> = retryAfterMs === null ? {} : { 'retry-after-ms': String(retryAfterMs) };
   if (status === 400) return new HttpError(400, 'The request was refused (injected).', { param: null });
   if (status === 429) {
-    return new HttpError(429, 'Rate limit reached for requests. Please try again in 20ms.', {
+    return new HttpError(429, `Rate limit reached for requests. Please try again in ${retryAfterMs ?? 20}ms.`, {
       type: 'requests',
       code: 'rate_limit_exceeded',
-      headers: { 'retry-after-ms': '20', 'x-ratelimit-remaining-requests': '0' },
+      headers: { ...hint, 'x-ratelimit-remaining-requests': '0' },
     });
   }
   return new HttpError(status, 'The server had an error while processing your request. Sorry about that!', {
     type: 'server_error',
-    headers: { 'retry-after-ms': '20' },
+    headers: hint,
   });
 }
 

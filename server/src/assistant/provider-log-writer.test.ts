@@ -1,0 +1,77 @@
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startFakeOpenAI, type FakeOpenAI } from '../test-support/fake-openai/fake-openai.ts';
+import { cookieFrom, createTestContext, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
+import { ProviderLogWriter } from './provider-log-writer.ts';
+
+const row = (at: string) => ({
+  session_id: 'writer-test',
+  public_chat_message_id: null,
+  client_ip: null,
+  user_agent: null,
+  operation: null,
+  request_started: at,
+  request_ended: at,
+  request_body: '{"input":"hello"}',
+  response_body: '{"id":"resp_1"}',
+  response_headers: null,
+  error: null,
+});
+
+describe('provider call logs written in batches', () => {
+  let fake: FakeOpenAI;
+  let ctx: TestContext;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+  });
+  afterAll(() => fake.close());
+  beforeEach(async () => {
+    fake.reset();
+    ctx = await createTestContext({ env: { OPENAI_API_KEY: fake.apiKey, OPENAI_BASE_URL: fake.url, OPENAI_MODEL: 'gpt-5-mini' } });
+  });
+  afterEach(() => ctx.close());
+  const db = () => ctx.deps.database.db;
+  const logged = async (table: 'openai_create_run_logs' | 'openai_retrieve_run_logs' | 'openai_list_messages_logs', sessionId?: string) =>
+    (await db().selectFrom(table).selectAll().$if(sessionId !== undefined, (q) => q.where('session_id', '=', sessionId!)).execute()).length;
+
+  it('logs the calls of an answer still running within a moment, and every call of an answer once it is given', async () => {
+    const admin = await signIn(ctx.app);
+    await ctx.deps.config.update({ assistant_poll_interval: '100ms', assistant_max_poll_interval: '200ms' });
+    expect((await uploadKnowledge(ctx.app, admin, 'faq.md', '# Badges\n\nBadges are at the registration desk.\n')).statusCode).toBe(200);
+    const visitor = cookieFrom(await ctx.app.inject({ method: 'POST', url: '/public/chat/turnstile/verify', payload: { token: '' } }));
+    fake.configure({ runDurationMs: 1500 });
+    const asking = ctx.app.inject({ method: 'POST', url: '/public/chat/send', payload: { message: 'Where are badges?' }, headers: { cookie: visitor } });
+    // The run is created at once and runs 1.5 s: its creation is logged long before the answer comes.
+    let createdLogged = 0;
+    for (let tries = 0; tries < 20 && createdLogged === 0; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      createdLogged = await logged('openai_create_run_logs');
+    }
+    expect(createdLogged).toBe(1);
+    const question = await db().selectFrom('public_chat_messages').select('state').where('role', '=', 'user').executeTakeFirstOrThrow();
+    expect(question.state).toBe('processing');
+
+    const reply = await asking;
+    expect(reply.json()).toMatchObject({ success: true });
+    // Once the answer is given, each of its steps is in the log tables (nothing left waiting in memory).
+    expect(await logged('openai_retrieve_run_logs')).toBeGreaterThanOrEqual(1);
+    expect(await logged('openai_list_messages_logs')).toBe(1);
+  });
+
+  it('writes what is waiting when it closes (a stopping process loses no call log)', async () => {
+    const writer = new ProviderLogWriter({ database: ctx.deps.database, logger: pino({ level: 'silent' }), flushEveryMs: 60_000 });
+    const at = new Date().toISOString();
+    for (let i = 0; i < 250; i++) writer.add('create_run', row(at));
+    writer.add('list_messages', row(at));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await logged('openai_create_run_logs', 'writer-test')).toBe(0);
+    await writer.close();
+    expect(await logged('openai_create_run_logs', 'writer-test')).toBe(250);
+    expect(await logged('openai_list_messages_logs', 'writer-test')).toBe(1);
+    // After closing, a late call's row is written at once.
+    writer.add('create_run', row(at));
+    await writer.flush();
+    expect(await logged('openai_create_run_logs', 'writer-test')).toBe(251);
+  });
+});

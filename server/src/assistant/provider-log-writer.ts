@@ -1,0 +1,107 @@
+import type { Logger } from 'pino';
+import type { Database } from '../db/database.ts';
+import type { ProviderStep } from '../db/schema/assistant.ts';
+import { insertProviderLogs, type ProviderLogRow } from './assistant.queries.ts';
+
+/** How long a call log may wait in memory before it is written (an answer's own logs are written when it ends). */
+const FLUSH_EVERY_MS = 100;
+/** Rows per INSERT statement (well under SQLite's and PostgreSQL's limits on bound parameters). */
+const ROWS_PER_STATEMENT = 200;
+/** Rows kept for another try when the database refuses them; beyond it the oldest are dropped (and logged). */
+const MAX_PENDING = 20_000;
+/** Writes a refused row is given before it is dropped (and logged), so one bad row cannot hold up the others for ever. */
+const MAX_ATTEMPTS = 3;
+
+interface Pending {
+  step: ProviderStep;
+  row: ProviderLogRow;
+  attempts: number;
+}
+
+/**
+ * Writes the provider call logs of the answers' steps (thread, message, run,
+ * retrieve, list) in batches, off the answer's critical path: a call's row
+ * waits in memory and is written with the others — one multi-row INSERT per
+ * log table — when the answer it belongs to ends (alongside the storing of
+ * the answer, so an answer's logs are in the database once it is), at most
+ * FLUSH_EVERY_MS after it was made, and when the process stops.
+ *
+ * Under load many answers share one write: while one batch is being
+ * written, the next gathers.
+ */
+export class ProviderLogWriter {
+  readonly #database: Database;
+  readonly #logger: Logger;
+  readonly #flushEveryMs: number;
+  #pending: Pending[] = [];
+  #flushing: Promise<void> = Promise.resolve();
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(options: { database: Database; logger: Logger; flushEveryMs?: number }) {
+    this.#database = options.database;
+    this.#logger = options.logger;
+    this.#flushEveryMs = options.flushEveryMs ?? FLUSH_EVERY_MS;
+  }
+
+  /** Queues a call's row; written within FLUSH_EVERY_MS (or at once after close). */
+  add(step: ProviderStep, row: ProviderLogRow): void {
+    this.#pending.push({ step, row, attempts: 0 });
+    if (this.#closed) {
+      void this.flush();
+      return;
+    }
+    if (!this.#timer) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        void this.flush();
+      }, this.#flushEveryMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** Writes every queued row (those queued while a write is under way go in the next). Never throws. */
+  flush(): Promise<void> {
+    this.#flushing = this.#flushing.then(async () => {
+      if (this.#pending.length === 0) return;
+      const batch = this.#pending;
+      this.#pending = [];
+      const byStep = new Map<ProviderStep, Pending[]>();
+      for (const pending of batch) {
+        let rows = byStep.get(pending.step);
+        if (!rows) byStep.set(pending.step, (rows = []));
+        rows.push(pending);
+      }
+      for (const [step, rows] of byStep) {
+        for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) {
+          const chunk = rows.slice(at, at + ROWS_PER_STATEMENT);
+          try {
+            await insertProviderLogs(this.#database.db, step, chunk.map((pending) => pending.row));
+          } catch (error) {
+            const kept = chunk.filter((pending) => ++pending.attempts < MAX_ATTEMPTS);
+            this.#logger.error({ err: error, step, rows: chunk.length, dropped: chunk.length - kept.length }, 'could not write provider call logs; kept for the next write');
+            this.#keep(kept);
+          }
+        }
+      }
+    });
+    return this.#flushing;
+  }
+
+  #keep(rows: Pending[]): void {
+    this.#pending = [...rows, ...this.#pending];
+    if (this.#pending.length > MAX_PENDING) {
+      const dropped = this.#pending.length - MAX_PENDING;
+      this.#pending = this.#pending.slice(dropped);
+      this.#logger.error({ dropped }, 'provider call logs dropped: the database refused them too long');
+    }
+  }
+
+  /** Writes what is queued; later rows are written as they come. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.flush();
+  }
+}
