@@ -1,5 +1,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
+import { defaultInstructions } from '@concierge/server/src/config/defaults.ts';
+import { loadEnv } from '@concierge/server/src/config/env.ts';
+import { cookiesOf, ServerProcess } from '@concierge/server/src/test-support/server-process.ts';
 import { startBareChat } from './bare-chat.ts';
 import type { BurstResult, FromBurst, ToBurst } from './burst-load.ts';
 import { count, type Engine } from './engines.ts';
@@ -54,16 +58,35 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN;
 }
 
-/** Samples this process's RSS (the server under test) while `run` runs; returns the highest. */
-async function peakRss<T>(run: () => Promise<T>): Promise<{ value: T; peakMb: number }> {
-  let peak = process.memoryUsage.rss();
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 25);
+/** A process's resident memory now (MB), from /proc. */
+function rssMb(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+}
+
+/** Samples the RSS of the server process `pid` while `run` runs; returns the highest. */
+async function peakRss<T>(pid: number, run: () => Promise<T>): Promise<{ value: T; peakMb: number }> {
+  let peak = rssMb(pid);
+  const timer = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 20);
   try {
     const value = await run();
-    return { value, peakMb: Math.max(peak, process.memoryUsage.rss()) / 1024 / 1024 };
+    return { value, peakMb: Math.max(peak, rssMb(pid)) };
   } finally {
     clearInterval(timer);
   }
+}
+
+const ADMIN = { username: 'bench', password: 'bench-password-123' };
+
+/** Signs in to a server process (setting up its admin first) and edits its runtime configuration. */
+async function configure(server: ServerProcess, changes: Record<string, unknown>): Promise<void> {
+  const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+    server.fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  await post('/setup', { ...ADMIN, confirm_password: ADMIN.password });
+  const login = await post('/login', ADMIN);
+  if (login.status !== 200) throw new Error(`burst bench: sign-in failed (${login.status})`);
+  const patch = await server.fetch('/api/config', { method: 'PATCH', headers: { 'content-type': 'application/json', cookie: cookiesOf(login) }, body: JSON.stringify(changes) });
+  if (patch.status !== 200) throw new Error(`burst bench: configuration refused (${patch.status}): ${await patch.text()}`);
 }
 
 const describe = (outcomes: Record<string, number>) =>
@@ -86,21 +109,34 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
   const cleanups: (() => Promise<void>)[] = [async () => load.close()];
   try {
     const store = await new OpenAI({ apiKey, baseURL: fakeUrl }).vectorStores.create({ name: 'Burst knowledge' });
-    const product = await engine.serve({ OPENAI_API_KEY: apiKey, OPENAI_BASE_URL: fakeUrl, OPENAI_MODEL: 'gpt-5-mini', OPENAI_VECTOR_STORE_ID: store.id, TRUST_PROXY: 'loopback' });
-    cleanups.unshift(() => product.cleanup());
-    const { deps } = product.server;
-    await deps.config.update({ public_chat_requests_per_minute: 60, openai_max_requests_per_second: 1000, assistant_poll_interval: '100ms', assistant_max_poll_interval: '200ms' });
-    const bare = await startBareChat({ apiKey, baseURL: fakeUrl, model: 'gpt-5-mini', vectorStoreId: store.id, instructions: deps.assistant.runSettings().instructions, pollMs: 100, maxPollMs: 200 });
+    // The product in a process of its own, started as a supervisor starts it, with its defaults (the log at info
+    // included): its RSS is the server's alone.
+    const database = await engine.scratchDatabase();
+    cleanups.unshift(() => database.drop());
+    const server = new ServerProcess('product', {
+      DATABASE_URL: database.url,
+      OPENAI_API_KEY: apiKey,
+      OPENAI_BASE_URL: fakeUrl,
+      OPENAI_MODEL: 'gpt-5-mini',
+      OPENAI_VECTOR_STORE_ID: store.id,
+      CONVENTION_TIMEZONE: 'UTC',
+      TRUST_PROXY: 'loopback',
+    });
+    cleanups.unshift(() => server.stop());
+    await server.ready();
+    await configure(server, { public_chat_requests_per_minute: 60, openai_max_requests_per_second: 1000, assistant_poll_interval: '100ms', assistant_max_poll_interval: '200ms' });
+    const { MAX_CONCURRENT_RUNS: capacity, PRODUCT_NAME } = loadEnv({});
+    const bare = await startBareChat({ apiKey, baseURL: fakeUrl, model: 'gpt-5-mini', vectorStoreId: store.id, instructions: defaultInstructions(PRODUCT_NAME), pollMs: 100, maxPollMs: 200 });
     cleanups.unshift(() => bare.close());
 
-    const rssBefore = process.memoryUsage.rss() / 1024 / 1024;
-    const p = await peakRss(() => load.burst(product.server.url, options.questions));
+    const rssBefore = rssMb(server.pid!);
+    const p = await peakRss(server.pid!, () => load.burst(server.origin, options.questions));
     const b = await load.burst(bare.url, options.questions);
     const product_ = p.value;
     const answered = product_.outcomes['200 answer'] ?? 0;
     const busy = product_.outcomes['503 busy'] ?? 0;
     const other = options.questions - answered - busy;
-    const what = `${count(options.questions)} questions at once (each on its own connection, sessions made first), MAX_CONCURRENT_RUNS ${deps.pipeline.capacity}`;
+    const what = `${count(options.questions)} questions at once (each on its own connection, sessions made first), MAX_CONCURRENT_RUNS ${capacity} (the default)`;
     console.log(
       `      product: ${describe(product_.outcomes)} in ${(product_.elapsedMs / 1000).toFixed(1)} s (sessions made in ${(product_.setUpMs / 1000).toFixed(1)} s); ` +
         `bare: ${describe(b.outcomes)} in ${(b.elapsedMs / 1000).toFixed(1)} s`,
@@ -121,7 +157,7 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
       measure: `highest RSS of the server process during the burst, ${what}`,
       value: Math.round(p.peakMb),
       baseline: Math.round(rssBefore),
-      baselineMeasure: 'RSS before the burst (product and bare route in one process)',
+      baselineMeasure: 'RSS of the server process before the burst (10,000 sessions made)',
       unit: 'MB',
       ratio: p.peakMb / rssBefore,
       maxValue: 512,

@@ -9,6 +9,7 @@ import { buildApp } from '@concierge/server/src/app.ts';
 import { loadEnv } from '@concierge/server/src/config/env.ts';
 import { createDeps, type Deps } from '@concierge/server/src/deps.ts';
 import { startServer, type RunningServer } from '@concierge/server/src/server.ts';
+import { createScratchDatabase } from '@concierge/server/src/test-support/server-process.ts';
 
 /** The product on a fresh database of one engine, driven through `inject()`. */
 export interface OpenProduct {
@@ -28,6 +29,8 @@ export interface ServedProduct {
 
 export interface Engine {
   name: 'SQLite' | 'PostgreSQL';
+  /** A new, empty database for a server process of its own (DATABASE_URL), and how to remove it. */
+  scratchDatabase(): Promise<{ url: string; drop(): Promise<void> }>;
   /** The product on a fresh database; `env` adds to the bench's environment (e.g. CRAWLER_URL). */
   open(env?: Record<string, string>): Promise<OpenProduct>;
   /** `startServer` with these environment variables added (DATABASE_URL, PORT and LOG_LEVEL are set here). */
@@ -39,6 +42,10 @@ const ENV = { LOG_LEVEL: 'silent', CONVENTION_TIMEZONE: 'UTC' };
 export function sqliteEngine(): Engine {
   return {
     name: 'SQLite',
+    async scratchDatabase() {
+      const dir = mkdtempSync(path.join(tmpdir(), 'concierge-bench-'));
+      return { url: `sqlite:${path.join(dir, 'bench.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
     async open(env = {}) {
       const dir = mkdtempSync(path.join(tmpdir(), 'concierge-bench-'));
       const file = path.join(dir, 'bench.db');
@@ -73,6 +80,7 @@ export function sqliteEngine(): Engine {
 export function postgresEngine(url: string): Engine {
   return {
     name: 'PostgreSQL',
+    scratchDatabase: () => createScratchDatabase(url),
     async open(env = {}) {
       const schema = `bench_${randomBytes(4).toString('hex')}`;
       const deps = await createDeps(loadEnv({ ...ENV, ...env, DATABASE_URL: url }), { databaseSchema: schema });

@@ -9,14 +9,26 @@ export class AppError extends Error {
   readonly field: string | undefined;
   /** Extra headers for the reply (e.g. Retry-After). */
   readonly headers: Record<string, string>;
+  /**
+   * A refusal the service gives by design under load or by the operator's
+   * choice (busy, paused): a 5xx that is not a fault, so it is not logged as
+   * an error once per request (a burst would write thousands of lines).
+   */
+  readonly expected: boolean;
 
-  constructor(status: number, code: string, message: string, options: { field?: string; headers?: Record<string, string>; cause?: unknown } = {}) {
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    options: { field?: string; headers?: Record<string, string>; cause?: unknown; expected?: boolean } = {},
+  ) {
     super(message, { cause: options.cause });
     this.name = 'AppError';
     this.status = status;
     this.code = code;
     this.field = options.field;
     this.headers = options.headers ?? {};
+    this.expected = options.expected ?? status < 500;
   }
 }
 
@@ -34,6 +46,6 @@ export const conflict = (message: string, code = 'conflict') => new AppError(409
 export const tooManyRequests = (message: string, retryAfterSeconds: number, code = 'rate_limited') =>
   new AppError(429, code, message, { headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) } });
 
-export const serviceUnavailable = (message: string, code = 'unavailable') => new AppError(503, code, message);
+export const serviceUnavailable = (message: string, code = 'unavailable', options: { expected?: boolean } = {}) => new AppError(503, code, message, options);
 
 export const isAppError = (error: unknown): error is AppError => error instanceof AppError;

@@ -233,8 +233,8 @@ export class AskPipeline {
    * through, since operators pause to keep a quiet bot for a chosen few.
    */
   checkOpen(options: { priority?: boolean } = {}): void {
-    if (this.budgetPaused()) throw serviceUnavailable(this.pausedMessage(), 'budget_spent');
-    if (!this.isOpen(options)) throw serviceUnavailable(this.pausedMessage(), 'paused');
+    if (this.budgetPaused()) throw serviceUnavailable(this.pausedMessage(), 'budget_spent', { expected: true });
+    if (!this.isOpen(options)) throw serviceUnavailable(this.pausedMessage(), 'paused', { expected: true });
   }
 
   /** The day's token budget is spent and the operator chose to pause until midnight: nobody is answered. */
@@ -501,8 +501,13 @@ export class AskPipeline {
   }
 }
 
-/** DESIGN §9's busy refusal: 503, code `busy`, Retry-After, SPEC §8's unavailable text. */
-export const busy = () => new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5' } });
+/**
+ * DESIGN §9's busy refusal: 503, code `busy`, Retry-After, SPEC §8's
+ * unavailable text. The connection is closed after it, so a crowd far over
+ * the cap does not keep thousands of idle sockets (and their memory) open
+ * until it comes back.
+ */
+export const busy = () => new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5', connection: 'close' }, expected: true });
 
 /** What the person asking is told, and what is stored, when an answer fails. */
 export function describeFailure(error: unknown, ceiling: AbortSignal, ceilingMs: number): { status: number; code: string; userMessage: string; logMessage: string } {

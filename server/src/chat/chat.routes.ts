@@ -65,6 +65,16 @@ const HISTORY_DESCRIPTION =
   'The current conversation, oldest first: the newest `limit` exchanges (1–100, default 100), older than the exchange `before` (a `feedback_id`) when given. ' +
   '`has_more` / `earlier_count`: older exchanges are left; ask again with `before` set to the first exchange\'s `feedback_id`.';
 
+/** Refuses a question the chat cannot take now (off, paused, busy) as it arrives, before its body is read. */
+const admitQuestion = (chat: ChatService) => (_request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+  try {
+    chat.admit();
+  } catch (error) {
+    return done(error as Error);
+  }
+  done();
+};
+
 /** Answers with the JSON reply, or the event stream when the client asked for one; streams end once the app closes. */
 function answerReplier(instance: FastifyInstance, options: ChatRouteOptions) {
   const { clock, embeddable } = options;
@@ -100,8 +110,10 @@ export function registerChatRoutes(instance: FastifyInstance, chat: ChatService,
     },
   );
 
-  app.post('/public/chat/send', { schema: { tags, description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } }, async (request, reply) =>
-    answerWith(request, reply, await chat.begin(chatSessionId(request), request.body, clientOf(request))),
+  app.post(
+    '/public/chat/send',
+    { schema: { tags, description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } }, onRequest: admitQuestion(chat) },
+    async (request, reply) => answerWith(request, reply, await chat.begin(chatSessionId(request), request.body, clientOf(request))),
   );
 
   app.post('/public/chat/cancel', { schema: { tags, body: ChatCancelRequestSchema, response: { 200: ChatCancelReplySchema } } }, async (request) =>
@@ -136,7 +148,7 @@ export function registerOperatorChatRoute(instance: FastifyInstance, chat: ChatS
   const answerWith = answerReplier(instance, options);
   app.post(
     '/api/chat/send',
-    { schema: { tags: ['admin'], description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } } },
+    { schema: { tags: ['admin'], description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } }, onRequest: admitQuestion(chat) },
     async (request, reply) => answerWith(request, reply, await chat.begin(chatSessionId(request), request.body, clientOf(request), 'admin_chat')),
   );
 }

@@ -147,7 +147,7 @@ export class ChatService implements LeasedWork {
 
   /** Throws 503 when the public chat is switched off. */
   ensureEnabled(): void {
-    if (!this.#options.config.get().public_chat_enabled) throw serviceUnavailable(CHAT_ERRORS.disabled, 'chat_disabled');
+    if (!this.#options.config.get().public_chat_enabled) throw serviceUnavailable(CHAT_ERRORS.disabled, 'chat_disabled', { expected: true });
   }
 
   /**
@@ -193,6 +193,19 @@ export class ChatService implements LeasedWork {
     return session;
   }
 
+  /**
+   * The refusals a question meets before anything of it is read: the chat
+   * switched off, paused, or every place under the cap and in the wait
+   * queue taken (busy). The send routes call it as the request arrives,
+   * before its body is parsed, so a burst far over the cap costs a refusal
+   * each and no database work; `begin` calls it again.
+   */
+  admit(): void {
+    this.ensureEnabled();
+    this.#options.pipeline.checkOpen();
+    if (this.#options.pipeline.saturated) throw busy();
+  }
+
   /** Asks one question and waits for the reply (the JSON reply): `begin`, then follow it to its end. */
   async send(
     sessionId: string | undefined,
@@ -214,10 +227,7 @@ export class ChatService implements LeasedWork {
    */
   async begin(sessionId: string | undefined, request: ChatSendRequest, client: ClientInfo, source: ChatSource = 'public_chat'): Promise<ChatAnswer> {
     const receivedAt = this.#now().getTime();
-    this.ensureEnabled();
-    this.#options.pipeline.checkOpen();
-    // Every place taken and the wait queue full: refused before any database work, so a burst costs little each.
-    if (this.#options.pipeline.saturated) throw busy();
+    this.admit();
 
     let session = await this.findSession(sessionId);
     if (source === 'admin_chat') session ??= await this.#session(undefined, client);

@@ -53,7 +53,7 @@ export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (isAppError(error)) {
       reply.headers(error.headers);
-      if (error.status >= 500) request.log.error({ err: error }, error.message);
+      if (!error.expected) request.log.error({ err: error }, error.message);
       return sendError(request, reply, error.status, { error: error.message, code: error.code, ...(error.field ? { field: error.field } : {}) });
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
