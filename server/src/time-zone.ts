@@ -23,11 +23,34 @@ function formatterFor(timeZone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
+export interface ZonedParts {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  weekday: number;
+}
+
+/**
+ * The last minute asked for in each zone and its parts. Every zone's offset
+ * has been whole minutes since 1972 (before, some were local mean time, to
+ * the second), so from then on the parts stay the same for a whole UTC
+ * minute; the hot path asks for "today" several times per question (the
+ * token budget).
+ */
+const lastMinute = new Map<string, { minute: number; parts: Readonly<ZonedParts> }>();
+const WHOLE_MINUTE_OFFSETS_FROM = Date.UTC(1973, 0, 1);
+
 /** Calendar parts of an instant in a time zone. */
-export function zonedParts(date: Date, timeZone: string) {
+export function zonedParts(date: Date, timeZone: string): ZonedParts {
+  const cacheable = date.getTime() >= WHOLE_MINUTE_OFFSETS_FROM;
+  const minute = Math.floor(date.getTime() / 60_000);
+  const known = cacheable ? lastMinute.get(timeZone) : undefined;
+  if (known?.minute === minute) return { ...known.parts };
   const parts = formatterFor(timeZone).formatToParts(date);
   const get = (type: string) => parts.find((part) => part.type === type)?.value ?? '';
-  return {
+  const zoned = {
     year: Number(get('year')),
     month: Number(get('month')),
     day: Number(get('day')),
@@ -35,6 +58,8 @@ export function zonedParts(date: Date, timeZone: string) {
     minute: Number(get('minute')),
     weekday: WEEKDAYS.indexOf(get('weekday').toLowerCase()),
   };
+  if (cacheable) lastMinute.set(timeZone, { minute, parts: Object.freeze({ ...zoned }) });
+  return zoned;
 }
 
 export interface WallTime {

@@ -188,6 +188,8 @@ export class AskPipeline {
   readonly owner = `proc_${randomBytes(9).toString('base64url')}`;
   readonly #options: AskPipelineOptions;
   #running = 0;
+  /** Questions let in (`admit`) that have neither a place yet nor been refused: being read, counted, or waiting for a place. */
+  #admitted = 0;
   /** Questions waiting for a place (acquire with a wait), woken in turn as places free up. */
   readonly #waiting: (() => void)[] = [];
 
@@ -214,9 +216,39 @@ export class AskPipeline {
     return this.#waiting.length;
   }
 
-  /** Every place is taken and the wait queue is full: a new question would be refused busy, so it can be at once, before any work. */
+  /** Questions let in and not yet given a place (see `admit`). */
+  get admitted(): number {
+    return this.#admitted;
+  }
+
+  /**
+   * Every place is taken and as many questions as the wait queue holds are
+   * already let in: a new question would be refused busy, so it can be at
+   * once, before any work.
+   */
   get saturated(): boolean {
-    return this.#running >= this.#options.maxConcurrentRuns && this.#waiting.length >= this.#maxWaiting;
+    return this.#running + this.#admitted >= this.#options.maxConcurrentRuns + this.#maxWaiting;
+  }
+
+  /**
+   * Lets a question in on its way to a place, or refuses it busy when the
+   * pipeline is saturated. Taken before the question's first database read
+   * and given back once it has its place (or was refused), so that however
+   * many arrive at once, at most the free places and the wait queue's length
+   * get as far as the database: with PostgreSQL those reads wait on the
+   * pool, and a crowd let through would queue thousands of them.
+   */
+  admit(): { release(): void } {
+    if (this.saturated) throw busy();
+    this.#admitted++;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#admitted--;
+      },
+    };
   }
 
   get #maxWaiting(): number {

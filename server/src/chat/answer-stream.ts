@@ -8,6 +8,8 @@ import type { ChatAnswer } from './chat.service.ts';
 /** A comment line goes out at least this often while an answer streams, so proxies and phones keep the connection (DESIGN §9). */
 export const KEEP_ALIVE_MS = 15_000;
 const KEEP_ALIVE = ': keep-alive\n\n';
+/** Why a stream's keep-alive stops (a reason of our own: an abort without one builds a DOMException and its stack, per answer). */
+const STREAM_OVER = 'the answer stream is over';
 
 /** The request asks for the answer as an event stream (`Accept: text/event-stream`). */
 export function wantsEventStream(request: FastifyRequest): boolean {
@@ -46,7 +48,7 @@ export function streamAnswer(request: FastifyRequest, reply: FastifyReply, answe
       if (!over.signal.aborted) write(KEEP_ALIVE);
     }
   })();
-  reply.raw.on('close', () => over.abort());
+  reply.raw.on('close', () => over.abort(STREAM_OVER));
 
   answer
     .follow((text) => event(CHAT_STREAM_EVENTS.delta, { text }))
@@ -56,7 +58,7 @@ export function streamAnswer(request: FastifyRequest, reply: FastifyReply, answe
     })
     .then((done) => event(CHAT_STREAM_EVENTS.done, done))
     .finally(() => {
-      over.abort();
+      over.abort(STREAM_OVER);
       // Once the server is closing, the connection ends with the stream (its headers left before anyone knew to say so),
       // so closing does not wait out the keep-alive timeout.
       const socket = reply.raw.socket;

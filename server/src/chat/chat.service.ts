@@ -198,7 +198,8 @@ export class ChatService implements LeasedWork {
    * switched off, paused, or every place under the cap and in the wait
    * queue taken (busy). The send routes call it as the request arrives,
    * before its body is parsed, so a burst far over the cap costs a refusal
-   * each and no database work; `begin` calls it again.
+   * each and no database work; `begin` checks again as it lets the question
+   * in (AskPipeline.admit).
    */
   admit(): void {
     this.ensureEnabled();
@@ -227,8 +228,25 @@ export class ChatService implements LeasedWork {
    */
   async begin(sessionId: string | undefined, request: ChatSendRequest, client: ClientInfo, source: ChatSource = 'public_chat'): Promise<ChatAnswer> {
     const receivedAt = this.#now().getTime();
-    this.admit();
+    this.ensureEnabled();
+    this.#options.pipeline.checkOpen();
+    const admission = this.#options.pipeline.admit();
+    try {
+      return await this.#begin(sessionId, request, client, source, receivedAt, admission);
+    } finally {
+      admission.release();
+    }
+  }
 
+  async #begin(
+    sessionId: string | undefined,
+    request: ChatSendRequest,
+    client: ClientInfo,
+    source: ChatSource,
+    receivedAt: number,
+    /** This question's admission, given back as soon as it has a place. */
+    admission: { release(): void },
+  ): Promise<ChatAnswer> {
     let session = await this.findSession(sessionId);
     if (source === 'admin_chat') session ??= await this.#session(undefined, client);
     if (!session) {
@@ -254,6 +272,7 @@ export class ChatService implements LeasedWork {
     // A question of the session already in flight as the session was read: refused before anything is counted.
     if (session.in_flight_since && session.in_flight_since >= staleBefore) throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
     let slot = this.#options.pipeline.tryAcquire();
+    if (slot) admission.release();
     const claimedFirst = !slot;
     if (claimedFirst && !(await queries.claimInFlight(this.#db, session.session_id, now.toISOString(), staleBefore))) {
       throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
@@ -263,6 +282,7 @@ export class ChatService implements LeasedWork {
     try {
       counted = await this.#limitQuestion(session.session_id, client.ip);
       slot ??= await this.#options.pipeline.acquireWithin(this.#options.busyWaitMs);
+      admission.release();
       live = await this.#answer(slot, session, request, client, source, receivedAt, claimedFirst ? null : staleBefore);
     } catch (error) {
       // The place goes back (#answer gave it back already when it failed; giving back twice is nothing).

@@ -47,6 +47,8 @@ const ANSWER_LOOKBACK = 10;
 /** A dropped stream is picked up again this many times before the run is polled instead. */
 const MAX_STREAM_RESUMES = 5;
 const TERMINAL_EVENTS = new Set(['response.completed', 'response.failed', 'response.incomplete']);
+/** Why we close a response stream ourselves (given, so that aborting does not build a DOMException and its stack for every answer). */
+const STREAM_CLOSED = 'closed by the concierge';
 
 /**
  * A background response's event stream, open since it was created with
@@ -175,7 +177,7 @@ export class OpenAIProvider implements AssistantProvider {
     }
     call.response(first.value, response.headers);
     const created = first.value.response;
-    return { ...runState(created), stream: new ResponseEventStream(created.id, first.value.sequence_number, iterator, () => stream.controller.abort()) };
+    return { ...runState(created), stream: new ResponseEventStream(created.id, first.value.sequence_number, iterator, () => stream.controller.abort(STREAM_CLOSED)) };
   }
 
   /**
@@ -240,7 +242,7 @@ export class OpenAIProvider implements AssistantProvider {
     const query = { stream: true as const, ...(lastSequence >= 0 ? { starting_after: lastSequence } : {}) };
     try {
       const stream = await this.#client.responses.retrieve(responseId, query, { signal });
-      return new ResponseEventStream(responseId, lastSequence, stream[Symbol.asyncIterator](), () => stream.controller.abort());
+      return new ResponseEventStream(responseId, lastSequence, stream[Symbol.asyncIterator](), () => stream.controller.abort(STREAM_CLOSED));
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       throw new StreamUnavailableError(`Could not open the response stream of ${responseId}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
