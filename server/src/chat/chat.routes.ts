@@ -68,7 +68,7 @@ const HISTORY_DESCRIPTION =
 /** Refuses a question the chat cannot take now (off, paused, busy) as it arrives, before its body is read. */
 const admitQuestion = (chat: ChatService) => (_request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
   try {
-    chat.admit();
+    chat.refuseIfUnable();
   } catch (error) {
     return done(error as Error);
   }

@@ -201,7 +201,7 @@ export class ChatService implements LeasedWork {
    * each and no database work; `begin` checks again as it lets the question
    * in (AskPipeline.admit).
    */
-  admit(): void {
+  refuseIfUnable(): void {
     this.ensureEnabled();
     this.#options.pipeline.checkOpen();
     if (this.#options.pipeline.saturated) throw busy();
@@ -228,8 +228,7 @@ export class ChatService implements LeasedWork {
    */
   async begin(sessionId: string | undefined, request: ChatSendRequest, client: ClientInfo, source: ChatSource = 'public_chat'): Promise<ChatAnswer> {
     const receivedAt = this.#now().getTime();
-    this.ensureEnabled();
-    this.#options.pipeline.checkOpen();
+    this.refuseIfUnable();
     const admission = this.#options.pipeline.admit();
     try {
       return await this.#begin(sessionId, request, client, source, receivedAt, admission);
