@@ -238,17 +238,10 @@ export class AskPipeline {
    * get as far as the database: with PostgreSQL those reads wait on the
    * pool, and a crowd let through would queue thousands of them.
    */
-  admit(): { release(): void } {
+  admit(): Slot {
     if (this.saturated) throw busy();
     this.#admitted++;
-    let released = false;
-    return {
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#admitted--;
-      },
-    };
+    return releasedOnce(() => this.#admitted--);
   }
 
   get #maxWaiting(): number {
@@ -297,15 +290,10 @@ export class AskPipeline {
   tryAcquire(): Slot | null {
     if (this.#running >= this.#options.maxConcurrentRuns) return null;
     this.#running++;
-    let released = false;
-    return {
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#running--;
-        this.#waiting.shift()?.();
-      },
-    };
+    return releasedOnce(() => {
+      this.#running--;
+      this.#waiting.shift()?.();
+    });
   }
 
   /** A place under the concurrency cap, or a 503 `busy` (DESIGN §9 "Busy"). */
@@ -531,6 +519,18 @@ export class AskPipeline {
     };
     this.#options.events.publish('answer', event);
   }
+}
+
+/** Something held until `release`, which gives it back once however often it is called. */
+function releasedOnce(giveBack: () => void): Slot {
+  let released = false;
+  return {
+    release: () => {
+      if (released) return;
+      released = true;
+      giveBack();
+    },
+  };
 }
 
 /**
