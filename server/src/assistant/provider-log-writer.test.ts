@@ -59,6 +59,29 @@ describe('provider call logs written in batches', () => {
     expect(await logged('openai_list_messages_logs')).toBe(1);
   });
 
+  it('writes a batch in one transaction, and when the database refuses one row, still writes the others', async () => {
+    const writer = new ProviderLogWriter({ database: ctx.deps.database, logger: pino({ level: 'silent' }), flushEveryMs: 60_000 });
+    const at = new Date().toISOString();
+    writer.add('create_run', row(at));
+    writer.add('list_messages', row(at));
+    await writer.flush();
+    expect([await logged('openai_create_run_logs', 'writer-test'), await logged('openai_list_messages_logs', 'writer-test')]).toEqual([1, 1]);
+
+    // A row the database refuses (no start time) in a batch spanning two tables: the batch's transaction rolls back,
+    // the table without it is written on its own, and the refused chunk is tried again a bounded number of times.
+    writer.add('create_run', { ...row(at), request_started: null as unknown as string });
+    writer.add('list_messages', row(at));
+    await writer.flush();
+    expect([await logged('openai_create_run_logs', 'writer-test'), await logged('openai_list_messages_logs', 'writer-test')]).toEqual([1, 2]);
+    await writer.flush();
+    await writer.flush();
+    writer.add('create_run', row(at));
+    await writer.flush();
+    // Dropped after its third refusal; the row after it is written.
+    expect(await logged('openai_create_run_logs', 'writer-test')).toBe(2);
+    await writer.close();
+  });
+
   it('writes what is waiting when it closes (a stopping process loses no call log)', async () => {
     const writer = new ProviderLogWriter({ database: ctx.deps.database, logger: pino({ level: 'silent' }), flushEveryMs: 60_000 });
     const at = new Date().toISOString();

@@ -27,7 +27,8 @@ interface Pending {
  * FLUSH_EVERY_MS after it was made, and when the process stops.
  *
  * Under load many answers share one write: while one batch is being
- * written, the next gathers.
+ * written, the next gathers. A batch is one transaction, whatever tables it
+ * spans.
  */
 export class ProviderLogWriter {
   readonly #database: Database;
@@ -72,16 +73,29 @@ export class ProviderLogWriter {
         if (!rows) byStep.set(pending.step, (rows = []));
         rows.push(pending);
       }
+      const chunks: { step: ProviderStep; rows: Pending[] }[] = [];
       for (const [step, rows] of byStep) {
-        for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) {
-          const chunk = rows.slice(at, at + ROWS_PER_STATEMENT);
-          try {
-            await insertProviderLogs(this.#database.db, step, chunk.map((pending) => pending.row));
-          } catch (error) {
-            const kept = chunk.filter((pending) => ++pending.attempts < MAX_ATTEMPTS);
-            this.#logger.error({ err: error, step, rows: chunk.length, dropped: chunk.length - kept.length }, 'could not write provider call logs; kept for the next write');
-            this.#keep(kept);
-          }
+        for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) chunks.push({ step, rows: rows.slice(at, at + ROWS_PER_STATEMENT) });
+      }
+      // One transaction for the whole batch: one commit (one WAL write, one fsync on PostgreSQL) rather than one per table.
+      try {
+        await this.#database.transaction(async (trx) => {
+          for (const chunk of chunks) await insertProviderLogs(trx, chunk.step, chunk.rows.map((pending) => pending.row));
+        });
+        return;
+      } catch {
+        // Written again chunk by chunk below, so that one refused row holds up only its own chunk.
+      }
+      for (const chunk of chunks) {
+        try {
+          await insertProviderLogs(this.#database.db, chunk.step, chunk.rows.map((pending) => pending.row));
+        } catch (error) {
+          const kept = chunk.rows.filter((pending) => ++pending.attempts < MAX_ATTEMPTS);
+          this.#logger.error(
+            { err: error, step: chunk.step, rows: chunk.rows.length, dropped: chunk.rows.length - kept.length },
+            'could not write provider call logs; kept for the next write',
+          );
+          this.#keep(kept);
         }
       }
     });
