@@ -31,11 +31,16 @@ const clientOf = (request: FastifyRequest): ClientInfo => ({
   referer: request.headers.referer?.slice(0, 500) ?? null,
 });
 
+/** The session id each request's cookie carried, once its signature was checked (an HMAC: asked for twice per question). */
+const sessionIds = new WeakMap<FastifyRequest, string | undefined>();
+
 function chatSessionId(request: FastifyRequest): string | undefined {
+  if (sessionIds.has(request)) return sessionIds.get(request);
   const raw = request.cookies[CHAT_COOKIE];
-  if (!raw) return undefined;
-  const unsigned = request.unsignCookie(raw);
-  return unsigned.valid && unsigned.value ? unsigned.value : undefined;
+  const unsigned = raw ? request.unsignCookie(raw) : null;
+  const sessionId = unsigned?.valid && unsigned.value ? unsigned.value : undefined;
+  sessionIds.set(request, sessionId);
+  return sessionId;
 }
 
 /**
