@@ -3,7 +3,6 @@ import { examplePromptList, withProductName } from '@concierge/contract';
 import { readFileSync } from 'node:fs';
 import fastifyCompress from '@fastify/compress';
 import fastifyCookie from '@fastify/cookie';
-import fastifyHelmet from '@fastify/helmet';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -25,6 +24,7 @@ import { jsonDepthExceeds, refuseBodiesOnBodylessRoutes, tooDeepError } from './
 import { registerOpenApi } from './http/openapi.ts';
 import { markdownToSafeHtml } from './http/markdown-html.ts';
 import { registerAdminRoutes, registerSecurityHooks, signedInAdmin, type RouteAccess } from './http/security.ts';
+import { registerSecurityHeaders } from './http/security-headers.ts';
 import { refuseUnstorableText } from './http/text-input.ts';
 import { registerWebApp } from './http/web-app.ts';
 import { registerWatchSocketRoute, registerWatchTokenRoute } from './watch/watch.routes.ts';
@@ -94,7 +94,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
 
-  await app.register(fastifyHelmet, {
+  registerSecurityHeaders(app, {
     contentSecurityPolicy: {
       useDefaults: true,
       directives: {

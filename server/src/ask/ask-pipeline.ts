@@ -6,7 +6,7 @@ import type { OfflineFallback } from '../assistant/offline-fallback.ts';
 import { ProviderError, type Answer, type RunOverrides, type RunSettings, type RunState, type TokenUsage } from '../assistant/provider.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
-import { AppError, serviceUnavailable } from '../errors.ts';
+import { AppError, refusal } from '../errors.ts';
 import type { AnswerEvent, EventBus } from '../events.ts';
 import type { TokenBudget } from './token-budget.ts';
 
@@ -258,8 +258,8 @@ export class AskPipeline {
    * through, since operators pause to keep a quiet bot for a chosen few.
    */
   checkOpen(options: { priority?: boolean } = {}): void {
-    if (this.budgetPaused()) throw serviceUnavailable(this.pausedMessage(), 'budget_spent', { expected: true });
-    if (!this.isOpen(options)) throw serviceUnavailable(this.pausedMessage(), 'paused', { expected: true });
+    if (this.budgetPaused()) throw refusal('budget_spent', this.pausedMessage());
+    if (!this.isOpen(options)) throw refusal('paused', this.pausedMessage());
   }
 
   /** The day's token budget is spent and the operator chose to pause until midnight: nobody is answered. */
@@ -539,7 +539,7 @@ function releasedOnce(giveBack: () => void): Slot {
  * the cap does not keep thousands of idle sockets (and their memory) open
  * until it comes back.
  */
-export const busy = () => new AppError(503, 'busy', ASK_ERRORS.busy, { headers: { 'retry-after': '5', connection: 'close' }, expected: true });
+export const busy = () => refusal('busy', ASK_ERRORS.busy, { 'retry-after': '5', connection: 'close' });
 
 /** What the person asking is told, and what is stored, when an answer fails. */
 export function describeFailure(error: unknown, ceiling: AbortSignal, ceilingMs: number): { status: number; code: string; userMessage: string; logMessage: string } {

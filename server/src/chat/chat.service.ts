@@ -7,7 +7,7 @@ import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import type { Database, Db } from '../db/database.ts';
-import { AppError, conflict, forbidden, isAppError, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../errors.ts';
+import { AppError, conflict, forbidden, isAppError, notFound, refusal, tooManyRequests, unauthorized } from '../errors.ts';
 import { WindowCounter, type WindowCount } from '../limits/limits.ts';
 import type { AssistantService } from '../assistant/assistant.service.ts';
 import { PublicChatRecorder } from './chat-recorder.ts';
@@ -147,7 +147,7 @@ export class ChatService implements LeasedWork {
 
   /** Throws 503 when the public chat is switched off. */
   ensureEnabled(): void {
-    if (!this.#options.config.get().public_chat_enabled) throw serviceUnavailable(CHAT_ERRORS.disabled, 'chat_disabled', { expected: true });
+    if (!this.#options.config.get().public_chat_enabled) throw refusal('chat_disabled', CHAT_ERRORS.disabled);
   }
 
   /**
