@@ -121,7 +121,6 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
       OPENAI_VECTOR_STORE_ID: store.id,
       CONVENTION_TIMEZONE: 'UTC',
       TRUST_PROXY: 'loopback',
-      ...(process.env.XNODE ? { NODE_OPTIONS: process.env.XNODE } : {}),
     });
     cleanups.unshift(() => server.stop());
     await server.ready();
@@ -132,7 +131,7 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
 
     const rssBefore = rssMb(server.pid!);
     const p = await peakRss(server.pid!, () => load.burst(server.origin, options.questions));
-    const b = process.env.NO_BARE ? p.value : await load.burst(bare.url, options.questions);
+    const b = await load.burst(bare.url, options.questions);
     const product_ = p.value;
     const answered = product_.outcomes['200 answer'] ?? 0;
     const busy = product_.outcomes['503 busy'] ?? 0;
