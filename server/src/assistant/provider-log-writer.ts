@@ -77,14 +77,17 @@ export class ProviderLogWriter {
       for (const [step, rows] of byStep) {
         for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) chunks.push({ step, rows: rows.slice(at, at + ROWS_PER_STATEMENT) });
       }
-      // One transaction for the whole batch: one commit (one WAL write, one fsync on PostgreSQL) rather than one per table.
-      try {
-        await this.#database.transaction(async (trx) => {
-          for (const chunk of chunks) await insertProviderLogs(trx, chunk.step, chunk.rows.map((pending) => pending.row));
-        });
-        return;
-      } catch {
-        // Written again chunk by chunk below, so that one refused row holds up only its own chunk.
+      // One commit for the whole batch (one WAL write, one fsync on PostgreSQL) rather than one per table: several
+      // statements go in one transaction, a single one on its own.
+      if (chunks.length > 1) {
+        try {
+          await this.#database.transaction(async (trx) => {
+            for (const chunk of chunks) await insertProviderLogs(trx, chunk.step, chunk.rows.map((pending) => pending.row));
+          });
+          return;
+        } catch {
+          // Written again chunk by chunk below, so that one refused row holds up only its own chunk.
+        }
       }
       for (const chunk of chunks) {
         try {
