@@ -51,8 +51,8 @@ export const serviceUnavailable = (message: string, code = 'unavailable') => new
 /**
  * A 503 the service gives by design (busy, paused, switched off): marked
  * expected, so it is not logged as a fault, and made without a stack trace,
- * which nobody reads and which was the largest cost of refusing one
- * request of a crowd (a tenth of the CPU in a 10,000-question burst).
+ * which nobody reads and which cost 6 % of the server's CPU while it
+ * refused a crowd of 10,000 (bench/RESULTS.md).
  */
 export function refusal(code: string, message: string, headers: Record<string, string> = {}): AppError {
   const limit = Error.stackTraceLimit;

@@ -27,8 +27,8 @@ interface Pending {
  * FLUSH_EVERY_MS after it was made, and when the process stops.
  *
  * Under load many answers share one write: while one batch is being
- * written, the next gathers. A batch is one transaction, whatever tables it
- * spans.
+ * written, the next gathers. A batch is written with one commit, whatever
+ * tables it spans.
  */
 export class ProviderLogWriter {
   readonly #database: Database;
