@@ -71,7 +71,7 @@ const HISTORY_DESCRIPTION =
   '`has_more` / `earlier_count`: older exchanges are left; ask again with `before` set to the first exchange\'s `feedback_id`.';
 
 /** Refuses a question the chat cannot take now (off, paused, busy) as it arrives, before its body is read. */
-const admitQuestion = (chat: ChatService) => (_request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+const refuseEarly = (chat: ChatService) => (_request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
   try {
     chat.refuseIfUnable();
   } catch (error) {
@@ -117,7 +117,7 @@ export function registerChatRoutes(instance: FastifyInstance, chat: ChatService,
 
   app.post(
     '/public/chat/send',
-    { schema: { tags, description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } }, onRequest: admitQuestion(chat) },
+    { schema: { tags, description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } }, onRequest: refuseEarly(chat) },
     async (request, reply) => answerWith(request, reply, await chat.begin(chatSessionId(request), request.body, clientOf(request))),
   );
 
@@ -153,7 +153,7 @@ export function registerOperatorChatRoute(instance: FastifyInstance, chat: ChatS
   const answerWith = answerReplier(instance, options);
   app.post(
     '/api/chat/send',
-    { schema: { tags: ['admin'], description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } }, onRequest: admitQuestion(chat) },
+    { schema: { tags: ['admin'], description: SEND_DESCRIPTION, body: ChatSendRequestSchema, response: { 200: ChatReplySchema } }, onRequest: refuseEarly(chat) },
     async (request, reply) => answerWith(request, reply, await chat.begin(chatSessionId(request), request.body, clientOf(request), 'admin_chat')),
   );
 }
