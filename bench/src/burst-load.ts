@@ -2,26 +2,27 @@
  * The burst benchmark's other side, run as a child process so the server
  * under test's memory (RSS) is its own: the fake OpenAI server at zero
  * latency, sessions made ahead, then N questions sent at once, each on a
- * connection of its own, while /healthz is asked every few milliseconds on
- * another connection.
+ * connection of its own, while the health checks are asked every 10 ms
+ * from another thread, each on a connection of its own.
  */
 import { Agent, request } from 'undici';
 import { startFakeOpenAI } from '@concierge/server/src/test-support/fake-openai/fake-openai.ts';
+import { startHealthProber, type HealthChecks } from './health-prober.ts';
 
 export interface BurstRequest {
   type: 'burst';
   target: string;
   questions: number;
   question: string;
+  /** The health checks to ask throughout, each on a connection of its own, from a thread of its own (full URLs). */
+  healthUrls: string[];
 }
 
 export interface BurstResult {
   /** Replies by kind: "200 answer", "503 busy", "send ECONNRESET", … */
   outcomes: Record<string, number>;
   samples: string[];
-  /** Client-side time (ms) of each /healthz during the burst. */
-  health: number[];
-  healthFailures: number;
+  health: HealthChecks[];
   /** From the first question sent to the last reply. */
   elapsedMs: number;
   /** How long making the sessions took (not part of the burst). */
@@ -69,24 +70,7 @@ async function burst(job: BurstRequest): Promise<BurstResult> {
     outcomes[kind] = (outcomes[kind] ?? 0) + 1;
     if (!kind.startsWith('200') && !kind.startsWith('503 busy') && samples.length < 5) samples.push(`${kind}: ${detail.slice(0, 200)}`);
   };
-  const health: number[] = [];
-  let healthFailures = 0;
-  let bursting = true;
-  const healthAgent = new Agent({ connections: 1 });
-  const watching = (async () => {
-    while (bursting) {
-      const started = performance.now();
-      try {
-        const reply = await request(`${job.target}/healthz`, { dispatcher: healthAgent });
-        await reply.body.text();
-        if (reply.statusCode !== 200) healthFailures++;
-      } catch {
-        healthFailures++;
-      }
-      health.push(performance.now() - started);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  })();
+  const prober = startHealthProber(job.healthUrls, 10);
   // Every question on a connection of its own, all sent at once.
   const crowd = new Agent({ connections: null, connectTimeout: 60_000, headersTimeout: 120_000, bodyTimeout: 120_000 });
   const started = performance.now();
@@ -111,14 +95,12 @@ async function burst(job: BurstRequest): Promise<BurstResult> {
     }),
   );
   const elapsedMs = performance.now() - started;
-  bursting = false;
-  await watching;
+  const health = await prober.stop();
   await crowd.close();
-  await healthAgent.close();
   fake.state.conversations.clear();
   fake.state.responses.clear();
   fake.journal.length = 0;
-  return { outcomes, samples, health, healthFailures, elapsedMs, setUpMs };
+  return { outcomes, samples, health, elapsedMs, setUpMs };
 }
 
 process.on('message', (message: ToBurst) => {

@@ -12,7 +12,7 @@ const SHUTDOWN_GRACE_MS = 120_000;
 async function main(): Promise<void> {
   const server = await startServer(process.env);
   const log = server.deps.loggers.get('app');
-  log.info({ url: `${server.url}/ui/` }, `${server.deps.env.PRODUCT_NAME} is ready`);
+  log.info({ url: `${server.url}/ui/`, health: server.healthUrl && `${server.healthUrl}/healthz` }, `${server.deps.env.PRODUCT_NAME} is ready`);
 
   let stopping = false;
   const shutdown = (signal: string) => {

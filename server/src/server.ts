@@ -2,9 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { loadEnv } from './config/env.ts';
 import { createDeps, type Deps, type DepsOptions } from './deps.ts';
+import { HealthPort } from './health/health-port.ts';
 
 export interface RunningServer {
   url: string;
+  /** `http://host:port` of the health port, when HEALTH_PORT is set. */
+  healthUrl: string | undefined;
   app: FastifyInstance;
   deps: Deps;
   /** Stops accepting connections, lets in-flight requests finish, then closes the database. */
@@ -20,11 +23,12 @@ export const LISTEN_BACKLOG = 65_535;
  */
 export async function startServer(
   envSource: Record<string, string | undefined>,
-  options: DepsOptions & { runCrawler?: boolean } = {},
+  options: DepsOptions & { runCrawler?: boolean; healthStallLimitMs?: number } = {},
 ): Promise<RunningServer> {
   const env = loadEnv(envSource);
   const deps = await createDeps(env, options);
   let app: FastifyInstance;
+  let healthPort: HealthPort | undefined;
   try {
     // Hear the other processes (PostgreSQL) before serving, and read what they may have changed meanwhile.
     await deps.events.start();
@@ -32,6 +36,20 @@ export async function startServer(
     app = await buildApp(deps);
     // A burst of thousands of connections waits in the kernel's accept queue instead of being reset (Node's default is 511).
     await app.listen({ port: env.PORT, host: env.HOST, backlog: LISTEN_BACKLOG });
+    if (env.HEALTH_PORT !== undefined) {
+      healthPort = await HealthPort.start({
+        host: env.HOST,
+        port: env.HEALTH_PORT,
+        logger: deps.loggers.get('api'),
+        stallLimitMs: options.healthStallLimitMs,
+        probe: {
+          ping: () => deps.database.ping(),
+          paused: () => deps.config.get().paused,
+          queueSize: () => deps.health.queueSize(),
+          discordGatewayConnected: () => deps.health.discordGatewayConnected(),
+        },
+      });
+    }
     // Every process renews the leases of the answers it is producing and takes over those of a stopped process.
     deps.leases.start();
     // Only the leader runs these (README "Several processes"); on SQLite this process is the leader.
@@ -45,6 +63,7 @@ export async function startServer(
     leadership.add('housekeeping', { start: () => deps.housekeeping.start(), stop: () => deps.housekeeping.stop() });
     await leadership.start();
   } catch (error) {
+    await healthPort?.stop();
     await deps.close();
     throw error;
   }
@@ -55,12 +74,16 @@ export async function startServer(
   let closing: Promise<void> | undefined;
   return {
     url: `${protocol}://${host}:${port}`,
+    healthUrl: healthPort && `http://${host}:${healthPort.port}`,
     app,
     deps,
     close() {
       closing ??= (async () => {
+        // The load balancer hears of the shutdown first, and stops sending new visitors while the answers finish.
+        healthPort?.draining();
         await app.close();
         await deps.close();
+        await healthPort?.stop();
       })();
       return closing;
     },

@@ -74,6 +74,14 @@ describe('environment', () => {
     expect(problemsOf({ DISCORD_TOKEN: 'abc' })).toEqual(['DISCORD_APPLICATION_ID: is required when DISCORD_TOKEN is set']);
   });
 
+  it('takes a health port of its own, never the main port', () => {
+    expect(loadEnv({ PORT: '9000', HEALTH_PORT: '9001' }).HEALTH_PORT).toBe(9001);
+    expect(loadEnv({}).HEALTH_PORT).toBeUndefined();
+    expect(problemsOf({ PORT: '9000', HEALTH_PORT: '9000' })).toEqual(['HEALTH_PORT: must differ from PORT']);
+    expect(problemsOf({ HEALTH_PORT: '8080' })).toEqual(['HEALTH_PORT: must differ from PORT']);
+    expect(problemsOf({ PORT: '0', HEALTH_PORT: '0' })).toEqual([]);
+  });
+
   it('stops the server at start-up with a message naming the bad variables', () => {
     const result = spawnSync(process.execPath, [path.join(REPO_ROOT, 'server/src/main.ts')], {
       env: { PATH: process.env.PATH, PORT: 'nope', DATABASE_URL: 'oracle://db' },

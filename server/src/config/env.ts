@@ -100,6 +100,8 @@ const databaseUrl = z
 const EnvShape = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().trim().min(1).default('127.0.0.1'),
+  /** A port of its own for `GET /healthz`, answered by a thread the main port's crowd cannot delay (health/health-port.ts). */
+  HEALTH_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   TLS_CERT_FILE: optionalText,
   TLS_KEY_FILE: optionalText,
   TRUST_PROXY: trustProxy.optional(),
@@ -140,6 +142,9 @@ function crossChecks(input: Record<string, string>): string[] {
   for (const key of ['TLS_CERT_FILE', 'TLS_KEY_FILE']) {
     const file = input[key];
     if (file && !existsSync(file)) problems.push(`${key}: file not found: ${file}`);
+  }
+  if (input.HEALTH_PORT && input.HEALTH_PORT.trim() !== '0' && input.HEALTH_PORT.trim() === (input.PORT ?? '8080').trim()) {
+    problems.push('HEALTH_PORT: must differ from PORT');
   }
   if (input.DISCORD_TOKEN && !input.DISCORD_APPLICATION_ID) problems.push('DISCORD_APPLICATION_ID: is required when DISCORD_TOKEN is set');
   return problems;

@@ -27,6 +27,7 @@ export class ServerProcess {
   #child: ChildProcess;
   #stderr = '';
   #origin: string | undefined;
+  #healthOrigin: string | undefined;
 
   constructor(name: string, env: Record<string, string>) {
     this.name = name;
@@ -60,6 +61,11 @@ export class ServerProcess {
     return this.#origin;
   }
 
+  /** The health port's origin, when the process was started with HEALTH_PORT. */
+  get healthOrigin(): string | undefined {
+    return this.#healthOrigin;
+  }
+
   has(message: string): boolean {
     return this.logs.some((line) => line.msg?.startsWith(message));
   }
@@ -70,7 +76,9 @@ export class ServerProcess {
 
   async ready(timeoutMs = 30_000): Promise<void> {
     await this.waitFor((line) => Boolean(line.msg?.endsWith('is ready')), 'to be ready', timeoutMs);
-    this.#origin = new URL(this.logs.find((line) => line.msg?.endsWith('is ready'))!.url!).origin;
+    const ready = this.logs.find((line) => line.msg?.endsWith('is ready'))!;
+    this.#origin = new URL(ready.url!).origin;
+    if (typeof ready.health === 'string') this.#healthOrigin = new URL(ready.health).origin;
   }
 
   /** Waits for a log line matching `match`; returns it. */

@@ -1,0 +1,143 @@
+import { once } from 'node:events';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { FromHealthWorker, HealthFigures, HealthWorkerData, ToHealthWorker } from './health-worker.ts';
+
+const WORKER_URL = new URL('./health-worker.ts', import.meta.url);
+
+/** How often the main thread checks the database and posts its figures to the health port. */
+export const HEALTH_BEAT_MS = 1000;
+
+/**
+ * How long the main thread may go without posting before the health port
+ * answers 503. A crowd of 10,000 connections at once kept the event loop
+ * busy for up to 9 s between turns (bench/RESULTS.md): that process is
+ * slow, not dead, and a load balancer taking it out then would only push
+ * its crowd onto the others. A loop silent for longer is stuck.
+ */
+export const HEALTH_STALL_LIMIT_MS = 15_000;
+
+/** What the health record is made of, read on the main thread. */
+export interface HealthProbe {
+  ping(): Promise<void>;
+  paused(): boolean;
+  queueSize(): number | Promise<number>;
+  discordGatewayConnected(): boolean;
+}
+
+export interface HealthPortOptions {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  probe: HealthProbe;
+  logger: Logger;
+  stallLimitMs?: number;
+  beatMs?: number;
+}
+
+/**
+ * `GET /healthz` on a port of its own, answered by a worker thread
+ * (health-worker.ts) from figures this side posts every second: a load
+ * balancer's health check keeps its answer in milliseconds while the main
+ * port's event loop is busy with a crowd, and still fails when the database
+ * does not answer, when the main thread stops turning, and as soon as the
+ * process begins to shut down (so the balancer stops sending it new
+ * visitors while it finishes the answers in flight).
+ */
+export class HealthPort {
+  readonly port: number;
+  readonly #worker: Worker;
+  readonly #probe: HealthProbe;
+  readonly #logger: Logger;
+  readonly #stallLimitMs: number;
+  readonly #timer: NodeJS.Timeout;
+  #databaseReachable = true;
+  #queueSize = 0;
+  /** When the database check in flight began; undefined when none is. */
+  #checkingSince: number | undefined;
+
+  private constructor(worker: Worker, port: number, options: HealthPortOptions) {
+    this.#worker = worker;
+    this.port = port;
+    this.#probe = options.probe;
+    this.#logger = options.logger;
+    this.#stallLimitMs = options.stallLimitMs ?? HEALTH_STALL_LIMIT_MS;
+    this.#timer = setInterval(() => this.#beat(), options.beatMs ?? HEALTH_BEAT_MS);
+    this.#timer.unref();
+    this.#worker.on('error', (error) => this.#logger.error({ err: error }, 'health port: its thread failed'));
+  }
+
+  /** Starts the thread and resolves once it listens; rejects (EADDRINUSE…) if it cannot. */
+  static async start(options: HealthPortOptions): Promise<HealthPort> {
+    const stallLimitMs = options.stallLimitMs ?? HEALTH_STALL_LIMIT_MS;
+    const worker = new Worker(WORKER_URL, {
+      workerData: { host: options.host, port: options.port, stallLimitMs } satisfies HealthWorkerData,
+      // A thread that answers one small route: a small heap.
+      resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },
+    });
+    worker.unref();
+    const [reply] = (await Promise.race([once(worker, 'message'), once(worker, 'error').then(([error]) => Promise.reject(error as Error))])) as [FromHealthWorker];
+    if (reply.kind === 'failed') {
+      await worker.terminate();
+      throw new Error(`HEALTH_PORT: cannot listen on ${options.host}:${options.port}: ${reply.message}`);
+    }
+    const port = new HealthPort(worker, reply.port, options);
+    await port.#check();
+    return port;
+  }
+
+  /** From now on the health check fails with 503 `shutting_down`. */
+  draining(): void {
+    this.#post({ kind: 'draining' });
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#worker.terminate();
+  }
+
+  #beat(): void {
+    if (this.#checkingSince === undefined) {
+      void this.#check();
+    } else if (Date.now() - this.#checkingSince > this.#stallLimitMs) {
+      this.#reachable(false, new Error(`no answer to the health check's ping in ${Math.round((Date.now() - this.#checkingSince) / 1000)} s`));
+    }
+    this.#publish();
+  }
+
+  /** Pings the database and counts the queue, then posts the figures at once. */
+  async #check(): Promise<void> {
+    this.#checkingSince = Date.now();
+    try {
+      await this.#probe.ping();
+      this.#queueSize = await this.#probe.queueSize();
+      this.#reachable(true);
+    } catch (error) {
+      this.#reachable(false, error);
+    } finally {
+      this.#checkingSince = undefined;
+    }
+    this.#publish();
+  }
+
+  #reachable(reachable: boolean, error?: unknown): void {
+    if (reachable === this.#databaseReachable) return;
+    this.#databaseReachable = reachable;
+    if (reachable) this.#logger.info('health port: the database answers again');
+    else this.#logger.error({ err: error }, 'health port: database unreachable; the health check fails until it answers');
+  }
+
+  #publish(): void {
+    const figures: HealthFigures = {
+      paused: this.#probe.paused(),
+      queue_size: this.#queueSize,
+      discord_gateway_connected: this.#probe.discordGatewayConnected(),
+      database_reachable: this.#databaseReachable,
+    };
+    this.#post({ kind: 'figures', figures });
+  }
+
+  #post(message: ToHealthWorker): void {
+    this.#worker.postMessage(message);
+  }
+}
