@@ -133,6 +133,15 @@ describe('the health port (HEALTH_PORT)', () => {
       expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ error: 'Shutting down', code: 'shutting_down' });
     });
 
+    it('starts its thread again on the same port when it dies', async () => {
+      const url = await start(probe());
+      const first = port!.thread;
+      await first.terminate();
+      await until('the thread to answer again', async () => (await fetch(`${url}/healthz`).catch(() => null))?.status === 200, 10_000);
+      expect(port!.thread).not.toBe(first);
+      expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ paused: false, queue_size: 3, discord_gateway_connected: true });
+    });
+
     it('answers HEAD, and 404 or 405 for anything else', async () => {
       const url = await start(probe());
       const head = await fetch(`${url}/healthz`, { method: 'HEAD' });

@@ -45,53 +45,98 @@ export interface HealthPortOptions {
  * visitors while it finishes the answers in flight).
  */
 export class HealthPort {
-  readonly port: number;
-  readonly #worker: Worker;
-  readonly #probe: HealthProbe;
-  readonly #logger: Logger;
-  readonly #stallLimitMs: number;
+  readonly #options: HealthPortOptions & { stallLimitMs: number };
   readonly #timer: NodeJS.Timeout;
+  #worker: Worker;
+  #port: number;
+  #draining = false;
+  #stopped = false;
   #databaseReachable = true;
   #queueSize = 0;
   /** When the database check in flight began; undefined when none is. */
   #checkingSince: number | undefined;
 
-  private constructor(worker: Worker, port: number, options: HealthPortOptions) {
+  private constructor(worker: Worker, port: number, options: HealthPortOptions & { stallLimitMs: number }) {
+    this.#options = options;
     this.#worker = worker;
-    this.port = port;
-    this.#probe = options.probe;
-    this.#logger = options.logger;
-    this.#stallLimitMs = options.stallLimitMs ?? HEALTH_STALL_LIMIT_MS;
+    this.#port = port;
+    this.#watch(worker);
     this.#timer = setInterval(() => this.#beat(), options.beatMs ?? HEALTH_BEAT_MS);
     this.#timer.unref();
-    this.#worker.on('error', (error) => this.#logger.error({ err: error }, 'health port: its thread failed'));
   }
 
   /** Starts the thread and resolves once it listens; rejects (EADDRINUSE…) if it cannot. */
   static async start(options: HealthPortOptions): Promise<HealthPort> {
-    const stallLimitMs = options.stallLimitMs ?? HEALTH_STALL_LIMIT_MS;
+    const settled = { ...options, stallLimitMs: options.stallLimitMs ?? HEALTH_STALL_LIMIT_MS };
+    const { worker, port } = await HealthPort.#spawn(settled, options.port);
+    const healthPort = new HealthPort(worker, port, settled);
+    await healthPort.#check();
+    return healthPort;
+  }
+
+  /** The port it listens on (the one picked when asked for 0). */
+  get port(): number {
+    return this.#port;
+  }
+
+  /** The thread answering now (a test stops it to see it come back). */
+  get thread(): Worker {
+    return this.#worker;
+  }
+
+  static async #spawn(options: HealthPortOptions & { stallLimitMs: number }, port: number): Promise<{ worker: Worker; port: number }> {
     const worker = new Worker(WORKER_URL, {
-      workerData: { host: options.host, port: options.port, stallLimitMs } satisfies HealthWorkerData,
+      workerData: { host: options.host, port, stallLimitMs: options.stallLimitMs } satisfies HealthWorkerData,
       // A thread that answers one small route: a small heap.
       resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },
     });
     worker.unref();
-    const [reply] = (await Promise.race([once(worker, 'message'), once(worker, 'error').then(([error]) => Promise.reject(error as Error))])) as [FromHealthWorker];
+    // Rejects if the thread fails before it says whether it listens.
+    const [reply] = (await once(worker, 'message')) as [FromHealthWorker];
     if (reply.kind === 'failed') {
       await worker.terminate();
-      throw new Error(`HEALTH_PORT: cannot listen on ${options.host}:${options.port}: ${reply.message}`);
+      throw new Error(`HEALTH_PORT: cannot listen on ${options.host}:${port}: ${reply.message}`);
     }
-    const port = new HealthPort(worker, reply.port, options);
-    await port.#check();
-    return port;
+    return { worker, port: reply.port };
+  }
+
+  /** A thread that dies (out of its small heap under a flood of connections, say) is started again on the same port. */
+  #watch(worker: Worker): void {
+    worker.on('error', (error) => this.#options.logger.error({ err: error }, 'health port: its thread failed'));
+    worker.on('exit', (code) => {
+      if (this.#stopped) return;
+      this.#options.logger.error({ code }, 'health port: its thread stopped; starting it again in a second');
+      setTimeout(() => void this.#restart(), 1000).unref();
+    });
+  }
+
+  async #restart(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      const { worker } = await HealthPort.#spawn(this.#options, this.#port);
+      if (this.#stopped) {
+        await worker.terminate();
+        return;
+      }
+      this.#worker = worker;
+      this.#watch(worker);
+      if (this.#draining) this.#post({ kind: 'draining' });
+      this.#publish();
+      this.#options.logger.info({ port: this.#port }, 'health port: listening again');
+    } catch (error) {
+      this.#options.logger.error({ err: error }, 'health port: could not start its thread again; trying again in a second');
+      setTimeout(() => void this.#restart(), 1000).unref();
+    }
   }
 
   /** From now on the health check fails with 503 `shutting_down`. */
   draining(): void {
+    this.#draining = true;
     this.#post({ kind: 'draining' });
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     clearInterval(this.#timer);
     await this.#worker.terminate();
   }
@@ -99,7 +144,7 @@ export class HealthPort {
   #beat(): void {
     if (this.#checkingSince === undefined) {
       void this.#check();
-    } else if (Date.now() - this.#checkingSince > this.#stallLimitMs) {
+    } else if (Date.now() - this.#checkingSince > this.#options.stallLimitMs) {
       this.#reachable(false, new Error(`no answer to the health check's ping in ${Math.round((Date.now() - this.#checkingSince) / 1000)} s`));
     }
     this.#publish();
@@ -109,8 +154,8 @@ export class HealthPort {
   async #check(): Promise<void> {
     this.#checkingSince = Date.now();
     try {
-      await this.#probe.ping();
-      this.#queueSize = await this.#probe.queueSize();
+      await this.#options.probe.ping();
+      this.#queueSize = await this.#options.probe.queueSize();
       this.#reachable(true);
     } catch (error) {
       this.#reachable(false, error);
@@ -123,15 +168,15 @@ export class HealthPort {
   #reachable(reachable: boolean, error?: unknown): void {
     if (reachable === this.#databaseReachable) return;
     this.#databaseReachable = reachable;
-    if (reachable) this.#logger.info('health port: the database answers again');
-    else this.#logger.error({ err: error }, 'health port: database unreachable; the health check fails until it answers');
+    if (reachable) this.#options.logger.info('health port: the database answers again');
+    else this.#options.logger.error({ err: error }, 'health port: database unreachable; the health check fails until it answers');
   }
 
   #publish(): void {
     const figures: HealthFigures = {
-      paused: this.#probe.paused(),
+      paused: this.#options.probe.paused(),
       queue_size: this.#queueSize,
-      discord_gateway_connected: this.#probe.discordGatewayConnected(),
+      discord_gateway_connected: this.#options.probe.discordGatewayConnected(),
       database_reachable: this.#databaseReachable,
     };
     this.#post({ kind: 'figures', figures });
