@@ -120,8 +120,8 @@ export class HealthPort {
       }
       this.#worker = worker;
       this.#watch(worker);
-      if (this.#draining) this.#post({ kind: 'draining' });
       this.#publish();
+      if (this.#draining) this.#post({ kind: 'draining' });
       this.#options.logger.info({ port: this.#port }, 'health port: listening again');
     } catch (error) {
       this.#options.logger.error({ err: error }, 'health port: could not start its thread again; trying again in a second');
@@ -132,6 +132,8 @@ export class HealthPort {
   /** From now on the health check fails with 503 `shutting_down`. */
   draining(): void {
     this.#draining = true;
+    // The answer no longer depends on the figures, and the database is about to close: no more checks.
+    clearInterval(this.#timer);
     this.#post({ kind: 'draining' });
   }
 
