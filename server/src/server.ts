@@ -42,12 +42,7 @@ export async function startServer(
         port: env.HEALTH_PORT,
         logger: deps.loggers.get('api'),
         stallLimitMs: options.healthStallLimitMs,
-        probe: {
-          ping: () => deps.database.ping(),
-          paused: () => deps.config.get().paused,
-          queueSize: () => deps.health.queueSize(),
-          discordGatewayConnected: () => deps.health.discordGatewayConnected(),
-        },
+        probe: { ...deps.health, ping: () => deps.database.ping(), paused: () => deps.config.get().paused },
       });
     }
     // Every process renews the leases of the answers it is producing and takes over those of a stopped process.

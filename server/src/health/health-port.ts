@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import type { HealthSources } from './health.routes.ts';
 import type { FromHealthWorker, HealthFigures, HealthWorkerData, ToHealthWorker } from './health-worker.ts';
 
 const WORKER_URL = new URL('./health-worker.ts', import.meta.url);
@@ -17,12 +18,10 @@ export const HEALTH_BEAT_MS = 1000;
  */
 export const HEALTH_STALL_LIMIT_MS = 15_000;
 
-/** What the health record is made of, read on the main thread. */
-export interface HealthProbe {
+/** What the health record is made of, read on the main thread: the main port's sources, the database's ping and the pause. */
+export interface HealthProbe extends HealthSources {
   ping(): Promise<void>;
   paused(): boolean;
-  queueSize(): number | Promise<number>;
-  discordGatewayConnected(): boolean;
 }
 
 export interface HealthPortOptions {
