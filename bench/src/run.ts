@@ -8,6 +8,7 @@
  *   npm run bench -- lists sessions   the list benchmark on tables whose name contains "sessions"
  *   npm run bench -- chat quick   the chat hot path with 20 sessions and short rounds (options: see chat-bench.ts)
  *   npm run bench -- burst 2000   the overload burst with 2,000 questions instead of 10,000
+ *   npm run bench -- checkpoints  SQLite's checkpoints on their own thread against SQLite's own
  *   npm run bench -- delay quick  the answer delay at 2 s of provider latency only (the whole takes about 3 minutes)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { benchBurst } from './burst-bench.ts';
 import { benchChat, chatBenchOptions } from './chat-bench.ts';
 import { benchChatPage } from './chat-page.ts';
+import { benchCheckpoints } from './checkpoint-bench.ts';
 import { benchCrawl } from './crawl-bench.ts';
 import { benchDelay, delayBenchOptions } from './delay-bench.ts';
 import { formatResult, passed, type BenchResult } from './report.ts';
@@ -57,6 +59,11 @@ const BENCHMARKS: { name: string; run: () => Promise<void> }[] = [
       const options = chatBenchOptions(process.argv.slice(3));
       for (const engine of await availableEngines('the chat hot path')) await benchChat(engine, report, options);
     },
+  },
+  {
+    // SQLite's checkpoints on a thread of their own against SQLite's own on the event loop (npm run bench -- checkpoints).
+    name: 'checkpoints',
+    run: () => benchCheckpoints(report),
   },
   {
     // 10,000 questions at once (npm run bench -- burst [N]).

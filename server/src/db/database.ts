@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'k
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { NodeSqliteDatabase } from './sqlite-adapter.ts';
+import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
 import type { DB } from './schema/index.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -21,6 +22,8 @@ export interface Database {
   readonly sharedAs: { url: string; schema: string | undefined } | null;
   /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
+  /** SQLite with `checkpointThread`: the thread that checkpoints the write-ahead log. */
+  readonly checkpointer?: SqliteCheckpointer;
   /** Resolves when the database answers a trivial query within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -32,6 +35,12 @@ export interface DatabaseOptions {
   schema?: string;
   /** PostgreSQL only: the pool size. */
   poolSize?: number;
+  /**
+   * SQLite only (a file): checkpoints in a thread of their own instead of on
+   * the event loop (SqliteCheckpointer). The server's database asks for it;
+   * other threads and the command-line tools keep SQLite's default.
+   */
+  checkpointThread?: boolean;
 }
 
 export const dialectOf = (url: string): Dialect => (url.startsWith('sqlite:') ? 'sqlite' : 'postgres');
@@ -39,8 +48,17 @@ export const dialectOf = (url: string): Dialect => (url.startsWith('sqlite:') ? 
 /** Opens the database named by a `sqlite:<path>` or `postgres://…` URL. */
 export async function openDatabase(url: string, options: DatabaseOptions = {}): Promise<Database> {
   const dialect = dialectOf(url);
-  const db = dialect === 'sqlite' ? openSqlite(url.slice('sqlite:'.length)) : await openPostgres(url, options);
   const logger = options.logger;
+  let db: Kysely<DB>;
+  let checkpointer: SqliteCheckpointer | undefined;
+  if (dialect === 'sqlite') {
+    const file = url.slice('sqlite:'.length);
+    const sqlite = openSqlite(file);
+    db = sqlite.db;
+    if (options.checkpointThread && file !== ':memory:') checkpointer = await SqliteCheckpointer.start({ file, connection: sqlite.connection, logger });
+  } else {
+    db = await openPostgres(url, options);
+  }
   return {
     db,
     dialect,
@@ -57,19 +75,22 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
         clearTimeout(timer);
       }
     },
+    checkpointer,
     async close() {
+      // The checkpoint thread's connection closes first, so the server's, closing last, folds the whole log in.
+      await checkpointer?.stop();
       await db.destroy();
       logger?.debug('database closed');
     },
   };
 }
 
-function openSqlite(file: string): Kysely<DB> {
+function openSqlite(file: string): { db: Kysely<DB>; connection: NodeSqliteDatabase } {
   if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const database = new NodeSqliteDatabase(file);
   // WAL lets readers proceed while a write is in progress; NORMAL sync is safe with WAL.
   database.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma foreign_keys = on; pragma busy_timeout = 5000;');
-  return new Kysely<DB>({ dialect: new SqliteDialect({ database }) });
+  return { db: new Kysely<DB>({ dialect: new SqliteDialect({ database }) }), connection: database };
 }
 
 /**
