@@ -50,7 +50,7 @@ describe.runIf(testDatabaseKind() === 'sqlite')('SQLite checkpoints in a thread 
     expect(await autocheckpoint(db)).toBe(0);
     await sql`create table notes (id integer primary key, body text not null)`.execute(db.db);
 
-    // 12 × 300 commits write about 30 MB of log; with nobody checkpointing, the log file would hold all of it.
+    // 12 × 300 commits write about 25 MB of log; with nobody checkpointing, the log file would hold all of it.
     let largest = 0;
     for (let batch = 0; batch < 12; batch++) {
       await commits(db, 300);
