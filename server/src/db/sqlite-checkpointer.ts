@@ -42,8 +42,7 @@ export class SqliteCheckpointer {
   readonly #connection: Connection;
   readonly #logger: Logger | undefined;
   #stopping = false;
-  #last: CheckpointResult | undefined;
-  #listeners = new Set<(result: CheckpointResult) => void>();
+  readonly #listeners = new Set<(result: CheckpointResult) => void>();
 
   private constructor(worker: Worker, options: CheckpointerOptions) {
     this.#worker = worker;
@@ -51,14 +50,18 @@ export class SqliteCheckpointer {
     this.#logger = options.logger;
     worker.on('message', (message: FromCheckpointWorker) => {
       if (message.kind !== 'checkpointed') return;
-      this.#last = message.result;
       for (const listener of this.#listeners) listener(message.result);
     });
     worker.on('error', (error) => this.#logger?.error({ err: error }, 'the SQLite checkpoint thread failed'));
     worker.once('exit', () => {
       if (this.#stopping) return;
-      this.#connection.exec(`pragma wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
-      this.#logger?.error('the SQLite checkpoint thread stopped; the server checkpoints the database itself again');
+      try {
+        this.#connection.exec(`pragma wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+        this.#logger?.error('the SQLite checkpoint thread stopped; the server checkpoints the database itself again');
+      } catch (error) {
+        // The connection is already closed: there is nothing left to checkpoint.
+        this.#logger?.warn({ err: error }, 'the SQLite checkpoint thread stopped after the database closed');
+      }
     });
   }
 
@@ -86,11 +89,6 @@ export class SqliteCheckpointer {
     const checkpointer = new SqliteCheckpointer(worker, options);
     options.connection.exec('pragma wal_autocheckpoint = 0');
     return checkpointer;
-  }
-
-  /** The last checkpoint that found something in the log. */
-  get last(): CheckpointResult | undefined {
-    return this.#last;
   }
 
   /** Calls `listener` after each checkpoint that found something in the log; returns the unsubscribe. */
