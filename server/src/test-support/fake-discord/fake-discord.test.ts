@@ -147,15 +147,21 @@ describe('the fake Discord speaks the wire protocol discord.js 14 expects', () =
       await fake.close();
       fake = await startFakeDiscord({ knobs: { heartbeatIntervalMs: 200 } });
       const { client } = await connect();
+      // Resumes as the client saw them: it handles RESUMED after the fake has counted the resume.
+      let resumed = 0;
+      client.on(Events.ShardResume, () => resumed++);
       const session = fake.sessions[0]!;
       await expect.poll(() => session.heartbeats).toBeGreaterThan(1);
       await expect.poll(() => client.ws.ping).toBeGreaterThanOrEqual(0);
 
       fake.disconnect(4000);
       await expect.poll(() => session.resumes, { timeout: 5000 }).toBe(1);
+      await expect.poll(() => resumed, { timeout: 5000 }).toBe(1);
       fake.requestReconnect();
       await expect.poll(() => session.resumes, { timeout: 5000 }).toBe(2);
       expect(fake.identifies).toBe(1);
+      // An Invalid Session that overtakes the client's handling of RESUMED makes discord.js read a cleared session.
+      await expect.poll(() => resumed, { timeout: 5000 }).toBe(2);
 
       fake.invalidateSession(false);
       // discord.js waits out the identify throttle (5 s after the last identify) before identifying again.
