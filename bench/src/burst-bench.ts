@@ -8,7 +8,7 @@ import { startBareChat } from './bare-chat.ts';
 import type { BurstResult, FromBurst, ToBurst } from './burst-load.ts';
 import { count, type Engine } from './engines.ts';
 import type { HealthChecks } from './health-prober.ts';
-import type { BenchResult } from './report.ts';
+import { percentile, type BenchResult } from './report.ts';
 
 export interface BurstOptions {
   /** Questions sent at once. */
@@ -52,11 +52,6 @@ class BurstLoad {
   close(): void {
     this.#child.send({ type: 'close' } satisfies ToBurst);
   }
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN;
 }
 
 /** A process's resident memory now (MB), from /proc. */

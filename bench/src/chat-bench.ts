@@ -8,7 +8,7 @@ import type { Database } from '@concierge/server/src/db/database.ts';
 import { startBareChat } from './bare-chat.ts';
 import type { FromLoad, LoadSetup, RoundRequest, RoundResult, ToLoad } from './chat-load.ts';
 import { count, type Engine } from './engines.ts';
-import type { BenchResult } from './report.ts';
+import { percentile, type BenchResult } from './report.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** Attendee questions about the bundled schedule (the same the offline assistant is tested with). */
@@ -116,12 +116,6 @@ interface RoundFigures {
 }
 
 type Measured = RoundResult & { serverUtilization: number; serverCpuMs: number };
-
-/** Nearest-rank percentile of unsorted values. */
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN;
-}
 
 const median = (values: number[]) => percentile(values, 0.5);
 

@@ -5,7 +5,7 @@ import * as chat from '@concierge/server/src/chat/chat.queries.ts';
 import { openDatabase, type Database } from '@concierge/server/src/db/database.ts';
 import { migrateToLatest } from '@concierge/server/src/db/migrate.ts';
 import { count } from './engines.ts';
-import type { BenchResult } from './report.ts';
+import { percentile, type BenchResult } from './report.ts';
 
 const ANSWERS = 4_000;
 const ROUNDS = 3;
@@ -86,11 +86,6 @@ async function fresh(checkpointThread: boolean): Promise<{ database: Database; d
 
 const median = (values: number[]) => percentile(values, 0.5);
 
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]!;
-};
-
 /**
  * SQLite's checkpoints on a thread of their own (the server's default,
  * SqliteCheckpointer) against SQLite's own, run by the commit that crosses
@@ -121,25 +116,19 @@ export async function benchCheckpoints(report: (result: BenchResult) => void): P
   const perAnswer = (measured: Measured) => measured.elapsedMs / ANSWERS;
   const what = `${count(ANSWERS)} answers' writes one after another (5 commits each), ${ROUNDS} interleaved rounds (medians)`;
   const ms = (of: (measured: Measured) => number) => `${figure('thread', of).toFixed(2)} ms against ${figure('own', of).toFixed(2)} ms`;
-  report({
-    name: 'SQLite: p99 commit on the event loop',
-    measure: `p99 time of a commit, checkpoints on their own thread (the default), ${what}`,
-    value: Number(figure('thread', p99).toFixed(2)),
-    baseline: Number(figure('own', p99).toFixed(2)),
-    baselineMeasure: "SQLite's own checkpoints (the commit that crosses 1,000 pages runs one)",
-    unit: 'ms',
-    ratio: figure('thread', p99) / figure('own', p99),
-    maxRatio: 1,
-    notes: [`p99.9: ${ms(p999)}`, `longest: ${ms(longest)}`],
-  });
-  report({
-    name: "SQLite: event-loop time of an answer's writes",
-    measure: `time of one answer's writes, checkpoints on their own thread, ${what}`,
-    value: Number(figure('thread', perAnswer).toFixed(3)),
-    baseline: Number(figure('own', perAnswer).toFixed(3)),
-    baselineMeasure: "SQLite's own checkpoints",
-    unit: 'ms',
-    ratio: figure('thread', perAnswer) / figure('own', perAnswer),
-    maxRatio: 1,
-  });
+  /** One figure with the thread (the default) against SQLite's own checkpoints, both medians of the rounds. */
+  const compare = (name: string, measure: string, of: (measured: Measured) => number, digits: number, notes?: string[]) =>
+    report({
+      name,
+      measure: `${measure}, checkpoints on their own thread (the default), ${what}`,
+      value: Number(figure('thread', of).toFixed(digits)),
+      baseline: Number(figure('own', of).toFixed(digits)),
+      baselineMeasure: "SQLite's own checkpoints (the commit that crosses 1,000 pages runs one)",
+      unit: 'ms',
+      ratio: figure('thread', of) / figure('own', of),
+      maxRatio: 1,
+      notes,
+    });
+  compare('SQLite: p99 commit on the event loop', 'p99 time of a commit', p99, 2, [`p99.9: ${ms(p999)}`, `longest: ${ms(longest)}`]);
+  compare("SQLite: event-loop time of an answer's writes", "time of one answer's writes", perAnswer, 3);
 }

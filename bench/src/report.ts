@@ -21,6 +21,12 @@ export interface BenchResult {
   notes?: string[];
 }
 
+/** Nearest-rank percentile (`p` from 0 to 1) of unsorted values; NaN for none. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN;
+}
+
 export const passed = (result: BenchResult) =>
   (result.maxRatio === undefined || result.ratio <= result.maxRatio) &&
   (result.minRatio === undefined || result.ratio >= result.minRatio) &&
