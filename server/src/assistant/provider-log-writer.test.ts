@@ -82,6 +82,38 @@ describe('provider call logs written in batches', () => {
     await writer.close();
   });
 
+  it('lets answers that end in the same turn share one write', async () => {
+    const writer = new ProviderLogWriter({ database: ctx.deps.database, logger: pino({ level: 'silent' }), flushEveryMs: 60_000 });
+    const database = ctx.deps.database;
+    const transaction = database.transaction.bind(database);
+    let transactions = 0;
+    database.transaction = ((work: Parameters<typeof transaction>[0]) => {
+      transactions++;
+      return transaction(work);
+    }) as typeof database.transaction;
+    try {
+      const at = new Date().toISOString();
+      // Three answers end in the same turn of the event loop, each in a callback of its own (as replies from the
+      // provider come in), and each flushes its own two calls.
+      const flushes = [1, 2, 3].map(
+        () =>
+          new Promise<void>((resolve) =>
+            setImmediate(() => {
+              writer.add('create_run', row(at));
+              writer.add('list_messages', row(at));
+              resolve(writer.flush());
+            }),
+          ),
+      );
+      await Promise.all(flushes);
+      expect([await logged('openai_create_run_logs', 'writer-test'), await logged('openai_list_messages_logs', 'writer-test')]).toEqual([3, 3]);
+      expect(transactions).toBe(1);
+    } finally {
+      database.transaction = transaction;
+      await writer.close();
+    }
+  });
+
   it('writes what is waiting when it closes (a stopping process loses no call log)', async () => {
     const writer = new ProviderLogWriter({ database: ctx.deps.database, logger: pino({ level: 'silent' }), flushEveryMs: 60_000 });
     const at = new Date().toISOString();

@@ -35,7 +35,10 @@ export class ProviderLogWriter {
   readonly #logger: Logger;
   readonly #flushEveryMs: number;
   #pending: Pending[] = [];
+  /** The last write asked for; the next one starts after it. */
   #flushing: Promise<void> = Promise.resolve();
+  /** A write asked for that has not taken its rows yet: flushes until then join it. */
+  #queued: Promise<void> | null = null;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -61,48 +64,63 @@ export class ProviderLogWriter {
     }
   }
 
-  /** Writes every queued row (those queued while a write is under way go in the next). Never throws. */
+  /**
+   * Writes every queued row (those queued while a write is under way go in
+   * the next). Never throws. The write starts in the event loop's next turn,
+   * and every flush asked for until then joins it: answers that end in the
+   * same turn share one transaction.
+   */
   flush(): Promise<void> {
-    this.#flushing = this.#flushing.then(async () => {
-      if (this.#pending.length === 0) return;
-      const batch = this.#pending;
-      this.#pending = [];
-      const byStep = new Map<ProviderStep, Pending[]>();
-      for (const pending of batch) {
-        let rows = byStep.get(pending.step);
-        if (!rows) byStep.set(pending.step, (rows = []));
-        rows.push(pending);
+    if (this.#queued) return this.#queued;
+    const write = this.#flushing
+      .then(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      .then(() => {
+        this.#queued = null;
+        return this.#write();
+      });
+    this.#queued = write;
+    this.#flushing = write;
+    return write;
+  }
+
+  async #write(): Promise<void> {
+    if (this.#pending.length === 0) return;
+    const batch = this.#pending;
+    this.#pending = [];
+    const byStep = new Map<ProviderStep, Pending[]>();
+    for (const pending of batch) {
+      let rows = byStep.get(pending.step);
+      if (!rows) byStep.set(pending.step, (rows = []));
+      rows.push(pending);
+    }
+    const chunks: { step: ProviderStep; rows: Pending[] }[] = [];
+    for (const [step, rows] of byStep) {
+      for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) chunks.push({ step, rows: rows.slice(at, at + ROWS_PER_STATEMENT) });
+    }
+    // One commit for the whole batch (one WAL write, one fsync on PostgreSQL) rather than one per table: several
+    // statements go in one transaction, a single one on its own.
+    if (chunks.length > 1) {
+      try {
+        await this.#database.transaction(async (trx) => {
+          for (const chunk of chunks) await insertProviderLogs(trx, chunk.step, chunk.rows.map((pending) => pending.row));
+        });
+        return;
+      } catch {
+        // Written again chunk by chunk below, so that one refused row holds up only its own chunk.
       }
-      const chunks: { step: ProviderStep; rows: Pending[] }[] = [];
-      for (const [step, rows] of byStep) {
-        for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) chunks.push({ step, rows: rows.slice(at, at + ROWS_PER_STATEMENT) });
+    }
+    for (const chunk of chunks) {
+      try {
+        await insertProviderLogs(this.#database.db, chunk.step, chunk.rows.map((pending) => pending.row));
+      } catch (error) {
+        const kept = chunk.rows.filter((pending) => ++pending.attempts < MAX_ATTEMPTS);
+        this.#logger.error(
+          { err: error, step: chunk.step, rows: chunk.rows.length, dropped: chunk.rows.length - kept.length },
+          'could not write provider call logs; kept for the next write',
+        );
+        this.#keep(kept);
       }
-      // One commit for the whole batch (one WAL write, one fsync on PostgreSQL) rather than one per table: several
-      // statements go in one transaction, a single one on its own.
-      if (chunks.length > 1) {
-        try {
-          await this.#database.transaction(async (trx) => {
-            for (const chunk of chunks) await insertProviderLogs(trx, chunk.step, chunk.rows.map((pending) => pending.row));
-          });
-          return;
-        } catch {
-          // Written again chunk by chunk below, so that one refused row holds up only its own chunk.
-        }
-      }
-      for (const chunk of chunks) {
-        try {
-          await insertProviderLogs(this.#database.db, chunk.step, chunk.rows.map((pending) => pending.row));
-        } catch (error) {
-          const kept = chunk.rows.filter((pending) => ++pending.attempts < MAX_ATTEMPTS);
-          this.#logger.error(
-            { err: error, step: chunk.step, rows: chunk.rows.length, dropped: chunk.rows.length - kept.length },
-            'could not write provider call logs; kept for the next write',
-          );
-          this.#keep(kept);
-        }
-      }
-    });
-    return this.#flushing;
+    }
   }
 
   #keep(rows: Pending[]): void {
