@@ -71,35 +71,20 @@ export class PublicChatRecorder implements AskRecorder {
   }
 
   async completed(outcome: AnswerOutcome): Promise<void> {
-    const { sessionId, messageId, clientIp, userAgent } = this.#question;
+    const { sessionId, clientIp, userAgent } = this.#question;
     const finishedAt = outcome.finishedAt.toISOString();
-    const latency = outcome.finishedAt.getTime() - this.#question.receivedAt;
-    const sources = JSON.stringify(outcome.answer.sources);
     const usage = outcome.usage;
     const common = {
       run_id: outcome.runId,
       run_status: outcome.runStatus,
       ...usage,
       processing_duration_ms: outcome.processingMs,
-      response_latency_ms: latency,
-      sources,
+      response_latency_ms: outcome.finishedAt.getTime() - this.#question.receivedAt,
+      sources: JSON.stringify(outcome.answer.sources),
     };
-    let releasing = false;
-    await this.#database.transaction(async (trx) => {
-      const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
-        ...common,
-        response: outcome.answer.text,
-        state: 'completed',
-        step: 'list_message',
-        owner: null,
-        lease_expires_at: null,
-        updated_at: finishedAt,
-      });
-      if (!owned) {
-        this.#logger.warn({ messageId }, 'another process took this question over; its answer is not stored twice');
-        return;
-      }
-      await queries.insertMessage(trx, {
+    await this.#store({
+      changes: { ...common, response: outcome.answer.text, state: 'completed', step: 'list_message', owner: null, lease_expires_at: null, updated_at: finishedAt },
+      answer: {
         session_id: sessionId,
         role: 'assistant',
         content: outcome.answer.text,
@@ -109,10 +94,10 @@ export class PublicChatRecorder implements AskRecorder {
         openai_message_id: outcome.answer.messageId,
         ...common,
         now: finishedAt,
-      });
-      await queries.recordExchangeOnSession(trx, sessionId, { ...usage, error: null }, finishedAt);
-      releasing = true;
-      await queries.bumpCounters(trx, {
+      },
+      exchange: { ...usage, error: null },
+      now: finishedAt,
+      counters: {
         message_count: 1,
         'state:processing': -1,
         'state:completed': 2,
@@ -122,17 +107,14 @@ export class PublicChatRecorder implements AskRecorder {
         total_tokens: usage.total_tokens,
         processing_ms_sum: outcome.processingMs,
         processing_count: 1,
-      });
+      },
     });
-    this.released = releasing;
   }
 
   async failed(failure: AnswerFailure): Promise<void> {
-    const { sessionId, messageId } = this.#question;
     const finishedAt = failure.finishedAt.toISOString();
-    let releasing = false;
-    await this.#database.transaction(async (trx) => {
-      const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
+    await this.#store({
+      changes: {
         state: 'failed',
         error: failure.logMessage,
         run_id: failure.runId,
@@ -143,20 +125,19 @@ export class PublicChatRecorder implements AskRecorder {
         owner: null,
         lease_expires_at: null,
         updated_at: finishedAt,
-      });
-      if (!owned) return;
-      await queries.recordExchangeOnSession(trx, sessionId, { ...failure.usage, error: failure.logMessage }, finishedAt);
-      releasing = true;
-      await queries.bumpCounters(trx, {
+      },
+      answer: null,
+      exchange: { ...failure.usage, error: failure.logMessage },
+      now: finishedAt,
+      counters: {
         'state:processing': -1,
         'state:failed': 1,
         ...(failure.runStatus ? { [`run_status:${failure.runStatus}`]: 1 } : {}),
         prompt_tokens: failure.usage.prompt_tokens,
         completion_tokens: failure.usage.completion_tokens,
         total_tokens: failure.usage.total_tokens,
-      });
+      },
     });
-    this.released = releasing;
   }
 
   /**
@@ -165,7 +146,7 @@ export class PublicChatRecorder implements AskRecorder {
    * there was any), no error.
    */
   async stopped(stop: AnswerStopped): Promise<void> {
-    const { sessionId, messageId, clientIp, userAgent } = this.#question;
+    const { sessionId, clientIp, userAgent } = this.#question;
     const finishedAt = stop.finishedAt.toISOString();
     const common = {
       run_id: stop.runId,
@@ -174,23 +155,14 @@ export class PublicChatRecorder implements AskRecorder {
       processing_duration_ms: stop.processingMs,
       response_latency_ms: stop.finishedAt.getTime() - this.#question.receivedAt,
     };
-    let releasing = false;
-    await this.#database.transaction(async (trx) => {
-      const owned = await queries.updateOwnedMessage(trx, messageId, this.#owner, {
-        ...common,
-        response: stop.partial,
-        state: 'aborted',
-        owner: null,
-        lease_expires_at: null,
-        updated_at: finishedAt,
-      });
-      if (!owned) return;
-      if (stop.partial) {
-        await queries.insertMessage(trx, { session_id: sessionId, role: 'assistant', content: stop.partial, state: 'aborted', client_ip: clientIp, user_agent: userAgent, ...common, now: finishedAt });
-      }
-      await queries.recordExchangeOnSession(trx, sessionId, { ...stop.usage, error: null }, finishedAt);
-      releasing = true;
-      await queries.bumpCounters(trx, {
+    await this.#store({
+      changes: { ...common, response: stop.partial, state: 'aborted', owner: null, lease_expires_at: null, updated_at: finishedAt },
+      answer: stop.partial
+        ? { session_id: sessionId, role: 'assistant', content: stop.partial, state: 'aborted', client_ip: clientIp, user_agent: userAgent, ...common, now: finishedAt }
+        : null,
+      exchange: { ...stop.usage, error: null },
+      now: finishedAt,
+      counters: {
         ...(stop.partial ? { message_count: 1 } : {}),
         'state:processing': -1,
         'state:aborted': stop.partial ? 2 : 1,
@@ -198,8 +170,19 @@ export class PublicChatRecorder implements AskRecorder {
         prompt_tokens: stop.usage.prompt_tokens,
         completion_tokens: stop.usage.completion_tokens,
         total_tokens: stop.usage.total_tokens,
-      });
+      },
     });
-    this.released = releasing;
+  }
+
+  /**
+   * Stores an outcome in one write (queries.storeOutcome), only while this
+   * process still owns the question; storing it releases the session's
+   * in-flight hold.
+   */
+  async #store(outcome: Omit<Parameters<typeof queries.storeOutcome>[1], 'messageId' | 'owner' | 'sessionId'>): Promise<void> {
+    const { messageId, sessionId } = this.#question;
+    const owned = await queries.storeOutcome(this.#database, { ...outcome, messageId, owner: this.#owner, sessionId });
+    if (!owned) this.#logger.warn({ messageId }, 'another process took this question over; its outcome is not stored twice');
+    this.released = owned;
   }
 }

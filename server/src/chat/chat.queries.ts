@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
-import type { Db } from '../db/database.ts';
+import { sql, type Expression, type SqlBool } from 'kysely';
+import type { Database, Db } from '../db/database.ts';
 import type { ChatRole } from '../db/schema/chat.ts';
 
 export const findSession = (db: Db, sessionId: string) =>
@@ -37,7 +37,7 @@ export const touchSession = (db: Db, sessionId: string, client: { client_ip: str
  * session used now and takes its in-flight slot; false (nothing written)
  * when a request already holds it.
  */
-export async function touchAndClaimSession(
+async function touchAndClaimSession(
   db: Db,
   sessionId: string,
   client: { client_ip: string | null; user_agent: string | null },
@@ -92,12 +92,11 @@ export const startConversation = (db: Db, sessionId: string, now: string) =>
 export const setThread = (db: Db, sessionId: string, threadId: string, now: string) =>
   db.updateTable('public_chat_sessions').set({ thread_id: threadId, updated_at: now }).where('session_id', '=', sessionId).execute();
 
-export const recordExchangeOnSession = (
-  db: Db,
-  sessionId: string,
-  outcome: { prompt_tokens: number; completion_tokens: number; total_tokens: number; error: string | null },
-  now: string,
-) =>
+export const recordExchangeOnSession = (...args: Parameters<typeof exchangeOnSession>) => exchangeOnSession(...args).execute();
+
+type ExchangeOutcome = { prompt_tokens: number; completion_tokens: number; total_tokens: number; error: string | null };
+
+const exchangeOnSession = (db: Db, sessionId: string, outcome: ExchangeOutcome, now: string) =>
   db
     .updateTable('public_chat_sessions')
     .set((eb) => ({
@@ -110,8 +109,9 @@ export const recordExchangeOnSession = (
       in_flight_since: null,
       updated_at: now,
     }))
-    .where('session_id', '=', sessionId)
-    .execute();
+    .where('session_id', '=', sessionId);
+
+export type MessageValues = Parameters<typeof insertMessage>[1];
 
 export async function insertMessage(
   db: Db,
@@ -355,10 +355,7 @@ export async function deleteOldChatRecords(db: Db, cutoffs: { spentTokensBefore:
  * answer pays one round trip, not one per counter.
  */
 export async function bumpCounters(db: Db, deltas: Record<string, number>): Promise<void> {
-  const rows = Object.entries(deltas)
-    .filter(([, delta]) => delta !== 0)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([name, value]) => ({ name, value }));
+  const rows = counterRows(deltas);
   if (rows.length === 0) return;
   await db
     .insertInto('public_chat_counters')
@@ -366,6 +363,13 @@ export async function bumpCounters(db: Db, deltas: Record<string, number>): Prom
     .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })))
     .execute();
 }
+
+/** The counter changes as rows, zeros left out, in name order (the order their rows are locked in). */
+const counterRows = (deltas: Record<string, number>) =>
+  Object.entries(deltas)
+    .filter(([, delta]) => delta !== 0)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => ({ name, value }));
 
 export const setCounter = (db: Db, name: string, value: number) =>
   db
@@ -395,4 +399,148 @@ export async function noteLimited(db: Db, identifier: string, now: string): Prom
     .onConflict((conflict) => conflict.column('identifier').doNothing())
     .executeTakeFirst();
   if (Number(result.numInsertedOrUpdatedRows ?? 0n) > 0) await bumpCounters(db, { limited_session_count: 1 });
+}
+
+/*
+ * The hot path's two transactions as one statement each on PostgreSQL.
+ *
+ * A question costs two multi-statement transactions: storing it (the
+ * question's row, the session touched and its in-flight hold taken, the
+ * counters) and storing its outcome (the question's row, the answer's row,
+ * the session's totals, the counters). On PostgreSQL each statement, BEGIN
+ * and COMMIT included, is a round trip, and round trips are most of what
+ * the database costs the server's thread. There, each transaction is one
+ * statement of data-modifying CTEs, atomic as a single statement is: the
+ * first CTE is the write the others depend on (the session claimed, the
+ * question still owned), and each of the others writes only when it wrote.
+ * New rows are read from JSON with json_populate_record, so PostgreSQL
+ * types every value by its column. SQLite has no data-modifying CTEs and no
+ * round trips; it keeps the transaction.
+ */
+
+/** `exists (select 1 from <cte>)`: the guard of the CTEs that depend on the first one. */
+const wrote = (cte: string) => sql<SqlBool>`exists (select 1 from ${sql.table(cte)})`;
+
+/** INSERT … SELECT of one public_chat_messages row (given as JSON) when `guard` holds. */
+function insertMessageWhen(db: Db, message: MessageValues, guard: Expression<SqlBool>) {
+  const { now, ...values } = message;
+  const row: Record<string, unknown> = { ...values, created_at: now, updated_at: now };
+  const columns = Object.keys(row).filter((column) => row[column] !== undefined) as (keyof typeof row & 'content')[];
+  return db
+    .insertInto('public_chat_messages')
+    .columns(columns)
+    .expression(
+      db
+        .selectFrom(sql`json_populate_record(null::public_chat_messages, ${JSON.stringify(row)}::json)`.as('r'))
+        .select(columns.map((column) => sql.ref(`r.${column}`).as(column)))
+        .where(guard),
+    );
+}
+
+/** The counter upsert of bumpCounters (rows given as JSON) when `guard` holds; null when there is nothing to add. */
+function bumpCountersWhen(db: Db, deltas: Record<string, number>, guard: Expression<SqlBool>) {
+  const rows = counterRows(deltas);
+  if (rows.length === 0) return null;
+  return db
+    .insertInto('public_chat_counters')
+    .columns(['name', 'value'])
+    .expression(
+      db
+        .selectFrom(sql`json_populate_recordset(null::public_chat_counters, ${JSON.stringify(rows)}::json)`.as('c'))
+        .select([sql.ref<string>('c.name').as('name'), sql.ref<number>('c.value').as('value')])
+        .where(guard),
+    )
+    .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })));
+}
+
+/**
+ * Stores a question with its session touched (and, with `claimStaleBefore`,
+ * its in-flight hold taken: a hold older than that is stale) and the
+ * counters. Returns the question's id, or null when another request holds
+ * the session's hold (nothing is written). `newClientIp`: the session came
+ * from another address, which is noted (and counted when new).
+ */
+export async function insertQuestion(
+  database: Database,
+  question: {
+    message: MessageValues;
+    session: { session_id: string; client_ip: string | null; user_agent: string | null; now: string; expires_at: string };
+    claimStaleBefore: string | null;
+    newClientIp: boolean;
+    counters: Record<string, number>;
+  },
+): Promise<number | null> {
+  const { session, claimStaleBefore } = question;
+  const seen = { client_ip: session.client_ip, user_agent: session.user_agent };
+  if (database.dialect === 'postgres' && !question.newClientIp) {
+    const db = database.db;
+    const claimed = db
+      .updateTable('public_chat_sessions')
+      .set({ ...seen, active: true, last_seen_at: session.now, expires_at: session.expires_at, updated_at: session.now, ...(claimStaleBefore === null ? {} : { in_flight_since: session.now }) })
+      .where('session_id', '=', session.session_id)
+      .$if(claimStaleBefore !== null, (update) => update.where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', claimStaleBefore!)])))
+      .returning('session_id');
+    const counters = bumpCountersWhen(db, question.counters, wrote('claimed'));
+    const statement = sql<{ id: number }>`with claimed as (${claimed}), inserted as (${insertMessageWhen(db, question.message, wrote('claimed')).returning('id')})${
+      counters ? sql`, counted as (${counters})` : sql``
+    } select id from inserted`;
+    const { rows } = await statement.execute(db);
+    return rows[0]?.id ?? null;
+  }
+  try {
+    return await database.transaction(async (trx) => {
+      const id = await insertMessage(trx, question.message);
+      if (claimStaleBefore === null) await touchSession(trx, session.session_id, seen, session.now, session.expires_at);
+      else if (!(await touchAndClaimSession(trx, session.session_id, seen, session.now, session.expires_at, claimStaleBefore))) throw new SessionHeld();
+      await bumpCounters(trx, question.counters);
+      if (question.newClientIp) await noteClientIp(trx, session.client_ip, session.now);
+      return id;
+    });
+  } catch (error) {
+    if (error instanceof SessionHeld) return null;
+    throw error;
+  }
+}
+
+/** Rolls insertQuestion's transaction back when the session's hold is taken. */
+class SessionHeld extends Error {}
+
+/**
+ * Stores the outcome of a question while `owner` still holds it: the
+ * question's row changed, an assistant row added (when `answer` is given),
+ * the exchange recorded on the session (its in-flight hold released) and
+ * the counters added. False, and nothing written, when another process took
+ * the question over.
+ */
+export async function storeOutcome(
+  database: Database,
+  outcome: {
+    messageId: number;
+    owner: string;
+    changes: Parameters<typeof updateMessage>[2];
+    answer: MessageValues | null;
+    sessionId: string;
+    exchange: ExchangeOutcome;
+    now: string;
+    counters: Record<string, number>;
+  },
+): Promise<boolean> {
+  if (database.dialect === 'postgres') {
+    const db = database.db;
+    const owned = db.updateTable('public_chat_messages').set(outcome.changes).where('id', '=', outcome.messageId).where('owner', '=', outcome.owner).returning('id');
+    const parts = [sql`owned as (${owned})`];
+    if (outcome.answer) parts.push(sql`answer as (${insertMessageWhen(db, outcome.answer, wrote('owned'))})`);
+    parts.push(sql`exchanged as (${exchangeOnSession(db, outcome.sessionId, outcome.exchange, outcome.now).where(wrote('owned'))})`);
+    const counters = bumpCountersWhen(db, outcome.counters, wrote('owned'));
+    if (counters) parts.push(sql`counted as (${counters})`);
+    const { rows } = await sql<{ id: number }>`with ${sql.join(parts)} select id from owned`.execute(db);
+    return rows.length > 0;
+  }
+  return database.transaction(async (trx) => {
+    if (!(await updateOwnedMessage(trx, outcome.messageId, outcome.owner, outcome.changes))) return false;
+    if (outcome.answer) await insertMessage(trx, outcome.answer);
+    await exchangeOnSession(trx, outcome.sessionId, outcome.exchange, outcome.now).execute();
+    await bumpCounters(trx, outcome.counters);
+    return true;
+  });
 }

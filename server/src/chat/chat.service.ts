@@ -6,7 +6,7 @@ import { ANSWER_CEILING_MS, ASK_ERRORS, AskStoppedError, busy, type AskOrigin, t
 import type { LeasedWork } from '../ask/lease-keeper.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
-import type { Database, Db } from '../db/database.ts';
+import type { Database } from '../db/database.ts';
 import { AppError, conflict, forbidden, isAppError, notFound, refusal, tooManyRequests, unauthorized } from '../errors.ts';
 import { WindowCounter, type WindowCount } from '../limits/limits.ts';
 import type { AssistantService } from '../assistant/assistant.service.ts';
@@ -372,8 +372,10 @@ export class ChatService implements LeasedWork {
     let messageId: number;
     try {
       const startedAt = this.#now();
-      messageId = await this.#options.database.transaction(async (trx) => {
-        const id = await queries.insertMessage(trx, {
+      const now = startedAt.toISOString();
+      // The question's row, the session marked used (and its in-flight hold taken) and the counters, in one write.
+      const id = await queries.insertQuestion(this.#options.database, {
+        message: {
           session_id: session.session_id,
           role: 'user',
           content: request.message,
@@ -386,12 +388,16 @@ export class ChatService implements LeasedWork {
           client_ip: client.ip,
           user_agent: client.userAgent,
           client_message_id: request.client_message_id ?? null,
-          now: startedAt.toISOString(),
-        });
-        // A question of the session already in flight refuses this one (409): the transaction, and the row above, roll back.
-        await this.#touchIn(trx, session, client, startedAt, { message_count: 1, 'state:processing': 1 }, claimStaleBefore);
-        return id;
+          now,
+        },
+        session: { session_id: session.session_id, client_ip: client.ip, user_agent: client.userAgent, now, expires_at: new Date(startedAt.getTime() + SESSION_IDLE_MS).toISOString() },
+        claimStaleBefore,
+        newClientIp: client.ip !== session.client_ip,
+        counters: { message_count: 1, 'state:processing': 1, session_duration_ms_sum: sessionTimeAdded(session, startedAt) },
       });
+      // A question of the session already in flight refuses this one (409), and nothing of it is stored.
+      if (id === null) throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
+      messageId = id;
     } catch (error) {
       slot.release();
       throw error;
@@ -667,28 +673,24 @@ export class ChatService implements LeasedWork {
     return (await queries.findSession(this.#db, id))!;
   }
 
-  /** Marks the session used now (extending its life) and keeps the session-duration total in step. */
-  async #touch(session: queries.SessionRow, client: ClientInfo, now: Date): Promise<void> {
-    await this.#options.database.transaction((trx) => this.#touchIn(trx, session, client, now));
-  }
-
   /**
-   * #touch inside the caller's transaction, adding `counters` to the same
-   * counter write (the hot path: one transaction and one counter statement
-   * per question). An address already on the session was noted when it came.
+   * Marks the session used now (extending its life) and keeps the
+   * session-duration total in step. An address already on the session was
+   * noted when it came.
    */
-  async #touchIn(trx: Db, session: queries.SessionRow, client: ClientInfo, now: Date, counters: Record<string, number> = {}, claimStaleBefore: string | null = null): Promise<void> {
-    const expiresAt = new Date(now.getTime() + SESSION_IDLE_MS).toISOString();
-    const added = Math.max(0, now.getTime() - Date.parse(session.last_seen_at));
-    const seen = { client_ip: client.ip, user_agent: client.userAgent };
-    if (claimStaleBefore === null) await queries.touchSession(trx, session.session_id, seen, now.toISOString(), expiresAt);
-    else if (!(await queries.touchAndClaimSession(trx, session.session_id, seen, now.toISOString(), expiresAt, claimStaleBefore))) {
-      throw conflict(CHAT_ERRORS.inFlight, 'request_in_flight');
-    }
-    await queries.bumpCounters(trx, { ...counters, session_duration_ms_sum: added });
-    if (client.ip !== session.client_ip) await queries.noteClientIp(trx, client.ip, now.toISOString());
+  async #touch(session: queries.SessionRow, client: ClientInfo, now: Date): Promise<void> {
+    await this.#options.database.transaction(async (trx) => {
+      const expiresAt = new Date(now.getTime() + SESSION_IDLE_MS).toISOString();
+      await queries.touchSession(trx, session.session_id, { client_ip: client.ip, user_agent: client.userAgent }, now.toISOString(), expiresAt);
+      await queries.bumpCounters(trx, { session_duration_ms_sum: sessionTimeAdded(session, now) });
+      if (client.ip !== session.client_ip) await queries.noteClientIp(trx, client.ip, now.toISOString());
+    });
   }
+}
 
+/** The time a use of the session at `now` adds to the session-duration total: since it was last seen. */
+function sessionTimeAdded(session: queries.SessionRow, now: Date): number {
+  return Math.max(0, now.getTime() - Date.parse(session.last_seen_at));
 }
 
 /** The reply of an answer the visitor stopped: its partial answer, marked stopped. */

@@ -1,0 +1,86 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../test-support/test-context.ts';
+import * as queries from './chat.queries.ts';
+
+const T0 = '2026-03-14T18:00:00.000Z';
+const T1 = '2026-03-14T18:00:05.000Z';
+const STALE_BEFORE = '2026-03-14T17:57:50.000Z';
+
+/**
+ * The hot path's two writes (a question stored, an outcome stored), which
+ * are one statement each on PostgreSQL and a transaction on SQLite: all of
+ * each is written, or none of it.
+ */
+describe('storing a question and its outcome', () => {
+  let ctx: TestContext;
+  beforeEach(async () => {
+    ctx = await createTestContext();
+    await queries.insertSession(ctx.deps.database.db, { session_id: 's1', client_ip: '10.0.0.1', user_agent: 'phone', referer: null, verified: true, now: T0, expires_at: '2026-03-15T18:00:00.000Z' });
+  });
+  afterEach(() => ctx.close());
+
+  const db = () => ctx.deps.database.db;
+  const counters = async () => Object.fromEntries((await queries.readCounters(db())).map((row) => [row.name, Number(row.value)]));
+  const messages = () => db().selectFrom('public_chat_messages').selectAll().orderBy('id').execute();
+  const session = () => db().selectFrom('public_chat_sessions').selectAll().where('session_id', '=', 's1').executeTakeFirstOrThrow();
+  const question = (content: string) => ({
+    message: { session_id: 's1', role: 'user' as const, content, state: 'processing', step: 'enqueue', attempts: 1, owner: 'process-a', lease_expires_at: T1, client_ip: '10.0.0.1', user_agent: 'tablet', client_message_id: `c-${content}`, now: T1 },
+    session: { session_id: 's1', client_ip: '10.0.0.1', user_agent: 'tablet', now: T1, expires_at: '2026-03-15T18:00:05.000Z' },
+    claimStaleBefore: STALE_BEFORE,
+    newClientIp: false,
+    counters: { message_count: 1, 'state:processing': 1, session_duration_ms_sum: 5000 },
+  });
+
+  it('stores a question with its session claimed and counted, and refuses a second while the first holds the session', async () => {
+    const id = await queries.insertQuestion(ctx.deps.database, question('When is the masquerade?'));
+    expect(id).toEqual(expect.any(Number));
+    const [row] = await messages();
+    expect(row).toMatchObject({ id, session_id: 's1', role: 'user', content: 'When is the masquerade?', state: 'processing', owner: 'process-a', client_message_id: 'c-When is the masquerade?', attempts: 1 });
+    expect(await session()).toMatchObject({ in_flight_since: T1, last_seen_at: T1, user_agent: 'tablet' });
+    expect(await counters()).toMatchObject({ message_count: 1, 'state:processing': 1, session_duration_ms_sum: 5000 });
+
+    // The session's hold is taken: nothing of the second question is written.
+    expect(await queries.insertQuestion(ctx.deps.database, question('Where is Hall B?'))).toBeNull();
+    expect(await messages()).toHaveLength(1);
+    expect(await counters()).toMatchObject({ message_count: 1, 'state:processing': 1, session_duration_ms_sum: 5000 });
+  });
+
+  it('notes a new address of the session with the question', async () => {
+    const id = await queries.insertQuestion(ctx.deps.database, { ...question('Is there a cloakroom?'), newClientIp: true, session: { ...question('').session, client_ip: '10.0.0.2' } });
+    expect(id).toEqual(expect.any(Number));
+    expect(await db().selectFrom('public_chat_client_ips').select('client_ip').execute()).toEqual([{ client_ip: '10.0.0.2' }]);
+    expect(await counters()).toMatchObject({ client_ip_count: 1, message_count: 1 });
+  });
+
+  it("stores an answer only while the process still owns the question, and releases the session's hold with it", async () => {
+    const id = (await queries.insertQuestion(ctx.deps.database, question('When is the masquerade?')))!;
+    const outcome = (owner: string) => ({
+      messageId: id,
+      owner,
+      changes: { response: 'Saturday at 19:00 in Hall A.', state: 'completed', owner: null, lease_expires_at: null, prompt_tokens: 120, completion_tokens: 30, total_tokens: 150, updated_at: T1 },
+      answer: { session_id: 's1', role: 'assistant' as const, content: 'Saturday at 19:00 in Hall A.', state: 'completed', client_ip: '10.0.0.1', user_agent: 'tablet', sources: '[]', total_tokens: 150, now: T1 },
+      sessionId: 's1',
+      exchange: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150, error: null },
+      now: T1,
+      counters: { message_count: 1, 'state:processing': -1, 'state:completed': 2, total_tokens: 150 },
+    });
+
+    // Another process took it over: nothing is written.
+    expect(await queries.storeOutcome(ctx.deps.database, outcome('process-b'))).toBe(false);
+    expect(await messages()).toHaveLength(1);
+    expect(await session()).toMatchObject({ in_flight_since: T1, message_count: 0, total_tokens: 0 });
+    expect(await counters()).toMatchObject({ message_count: 1, 'state:processing': 1 });
+    expect((await counters())['state:completed']).toBeUndefined();
+
+    expect(await queries.storeOutcome(ctx.deps.database, outcome('process-a'))).toBe(true);
+    const [asked, answered] = await messages();
+    expect(asked).toMatchObject({ state: 'completed', response: 'Saturday at 19:00 in Hall A.', owner: null, total_tokens: 150 });
+    expect(answered).toMatchObject({ session_id: 's1', role: 'assistant', content: 'Saturday at 19:00 in Hall A.', state: 'completed', sources: '[]', total_tokens: 150, created_at: T1 });
+    expect(await session()).toMatchObject({ in_flight_since: null, message_count: 1, prompt_tokens: 120, total_tokens: 150 });
+    expect(await counters()).toMatchObject({ message_count: 2, 'state:processing': 0, 'state:completed': 2, total_tokens: 150 });
+
+    // Stored once: a second attempt finds the question no longer owned.
+    expect(await queries.storeOutcome(ctx.deps.database, outcome('process-a'))).toBe(false);
+    expect(await messages()).toHaveLength(2);
+  });
+});
