@@ -1,8 +1,13 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import pino from 'pino';
 import type { BudgetExhaustedEvent } from '../events.ts';
+import { countedStatements } from '../test-support/counted-statements.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test-support/fake-openai/fake-openai.ts';
 import { cookieFrom, createTestContext, manualClock, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
 import { OFFLINE_FALLBACK_NOTE } from './ask-pipeline.ts';
+import { TokenBudget } from './token-budget.ts';
+
+const silent = pino({ level: 'silent' });
 
 const FAQ = '# Practical information\n\nBadges are picked up at the registration desk in Hall A.\n\nThe cloakroom is next to Room 101.\n';
 // Saturday 14 March 2026, 18:00 in Chicago.
@@ -97,5 +102,20 @@ describe('the spending cap (daily token budget)', () => {
     // Raising the budget opens the chat again at once.
     await ctx.deps.config.update({ daily_token_budget: 1_000_000 });
     expect((await ask('Where is the cloakroom?')).statusCode).toBe(200);
+  });
+
+  it('adds the tokens of answers that end together in one statement, and announces the budget spent once', async () => {
+    await ctx.deps.config.update({ daily_token_budget: 1000 });
+    const { database, statements } = countedStatements(ctx.deps.database);
+    const budget = new TokenBudget({ database, clock: time.clock, config: ctx.deps.config, events: ctx.deps.events, logger: silent, timeZone: () => 'America/Chicago' });
+    await Promise.all(Array.from({ length: 10 }, () => budget.record(60)));
+    expect(statements).toEqual(['InsertQueryNode']);
+    expect(budget.state()).toMatchObject({ day: '2026-03-14', spent_today: 600, exhausted: false });
+
+    await Promise.all(Array.from({ length: 10 }, () => budget.record(60)));
+    expect(budget.state()).toMatchObject({ spent_today: 1200, exhausted: true });
+    expect(exhausted).toEqual([expect.objectContaining({ day: '2026-03-14', spent: 1200, budget: 1000 })]);
+    const row = await ctx.deps.database.db.selectFrom('token_spend').select('tokens').where('day', '=', '2026-03-14').executeTakeFirstOrThrow();
+    expect(Number(row.tokens)).toBe(1200);
   });
 });

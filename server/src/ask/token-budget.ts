@@ -5,6 +5,7 @@ import type { ConfigService } from '../config/config.service.ts';
 import type { Database, Db } from '../db/database.ts';
 import type { EventBus } from '../events.ts';
 import { localDay } from '../time-zone.ts';
+import { TurnBatch } from '../turn-batch.ts';
 
 /** How long a process trusts its last reading of the day's spending before reading it again (other processes spend too). */
 const FRESH_MS = 2000;
@@ -53,6 +54,8 @@ export class TokenBudget {
   readonly #timeZone: () => string;
   #known: { day: string; tokens: number; at: number } | null = null;
   #refreshing: Promise<void> | null = null;
+  /** The spending of the answers that end in one turn of the event loop, added in one statement (per day). */
+  readonly #spending = new TurnBatch<{ day: string; tokens: number }>((items) => this.#add(items));
 
   constructor(options: { database: Database; clock: Clock; config: ConfigService; events: EventBus; logger: Logger; timeZone: () => string }) {
     this.#database = options.database;
@@ -105,9 +108,18 @@ export class TokenBudget {
   /** Adds tokens a paid provider used; announces the budget spent the first time it is. Never throws. */
   async record(tokens: number): Promise<void> {
     if (tokens <= 0) return;
-    const day = this.#today();
-    const now = this.#clock.now();
     try {
+      await this.#spending.add({ day: this.#today(), tokens });
+    } catch (error) {
+      this.#logger.error({ err: error, tokens }, 'could not record token spending');
+    }
+  }
+
+  async #add(items: { day: string; tokens: number }[]): Promise<void> {
+    const perDay = new Map<string, number>();
+    for (const { day, tokens } of items) perDay.set(day, (perDay.get(day) ?? 0) + tokens);
+    for (const [day, tokens] of perDay) {
+      const now = this.#clock.now();
       const { tokens: total } = await addSpend(this.#database.db, day, tokens, now.toISOString());
       this.#known = { day, tokens: Number(total), at: now.getTime() };
       const budget = this.#config.get().daily_token_budget;
@@ -116,8 +128,6 @@ export class TokenBudget {
         this.#logger.warn({ day, spent: Number(total), budget, action }, 'the daily token budget is spent');
         this.#events.publish('budget_exhausted', { day, spent: Number(total), budget, action });
       }
-    } catch (error) {
-      this.#logger.error({ err: error, tokens }, 'could not record token spending');
     }
   }
 }

@@ -6,6 +6,17 @@ export async function notify(db: Db, channel: string, payload: string): Promise<
   await sql`select pg_notify(${channel}, ${payload})`.execute(db);
 }
 
+/**
+ * Sends several notifications on `channel` in one statement, in the order
+ * given. (PostgreSQL folds identical payloads sent on one channel in one
+ * transaction into one; the transport's payloads are whole events, so two
+ * identical ones say the same thing.)
+ */
+export async function notifyAll(db: Db, channel: string, payloads: readonly string[]): Promise<void> {
+  if (payloads.length === 1) return notify(db, channel, payloads[0]!);
+  await sql`select pg_notify(${channel}, payload) from unnest(cast(${payloads} as text[])) with ordinality as sent(payload, n) order by n`.execute(db);
+}
+
 export async function insertEventPayload(db: Db, payload: string, now: string): Promise<number> {
   const row = await db.insertInto('cluster_event_payloads').values({ payload, created_at: now }).returning('id').executeTakeFirstOrThrow();
   return Number(row.id);

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../clock.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { EventBus, type AnswerEvent } from '../events.ts';
+import { countedStatements } from '../test-support/counted-statements.ts';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
 import { ClusterChannel } from './cluster-channel.ts';
 import { takeRateSlot } from './cluster.queries.ts';
@@ -201,6 +202,26 @@ describe('the cluster parts', () => {
       a.publish('provider_call', 'create_run', { duration_ms: 5, failed: false });
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(calls).toHaveLength(0);
+    });
+
+    it('sends the events published in one turn in one statement, heard in the order they were published', async () => {
+      const ctx = await createTestContext();
+      contexts.push(ctx);
+      const { database: counted, statements } = countedStatements(await openAgain(ctx));
+      const a = await bus(counted);
+      const b = await bus(await openAgain(ctx));
+      const heardByB: string[] = [];
+      b.subscribe('answer', (event) => heardByB.push(event.response!));
+      const responses = Array.from({ length: 20 }, (_, n) => `Answer ${n + 1}: the costume contest is on Saturday.`);
+      statements.length = 0;
+      for (const response of responses) a.publish('answer', answer(response));
+      await until(() => heardByB.length === responses.length);
+      expect(heardByB).toEqual(responses);
+      expect(statements).toHaveLength(1);
+      // A later event goes in a statement of its own.
+      a.publish('answer', answer('Sunday 11:00, Hall B.'));
+      await until(() => heardByB.length === responses.length + 1);
+      expect(statements).toHaveLength(2);
     });
 
     it('carries the Watch feed\'s shared events (a channel of its own) on the same transport', async () => {

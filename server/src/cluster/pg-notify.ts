@@ -5,6 +5,7 @@ import type { Clock } from '../clock.ts';
 import type { Database, Db } from '../db/database.ts';
 import type { EventTransport, TransportMessage, TransportReceiver } from '../events.ts';
 import * as queries from './cluster.queries.ts';
+import { TurnBatch } from '../turn-batch.ts';
 import { closeSession, openSession, pingSession, queryWithin } from './pg-session.ts';
 
 /**
@@ -29,7 +30,8 @@ interface Wire {
 
 /**
  * Events between processes over PostgreSQL's LISTEN/NOTIFY. Sending is a
- * `pg_notify` on the pool, or inside the caller's transaction (delivered
+ * `pg_notify` on the pool (the notifications sent in one turn of the event
+ * loop in one statement), or inside the caller's transaction (delivered
  * only if it commits). Hearing is a LISTEN on a session of its own, checked
  * every few seconds; when it drops, the transport reconnects with back-off,
  * listens again and asks for a resync (what was sent meanwhile is lost).
@@ -52,6 +54,8 @@ export class PgNotifyTransport implements EventTransport {
   readonly #receivers = new Set<TransportReceiver>();
   /** Deliveries in the order notifications came (a stored payload is read first). */
   #delivery: Promise<void> = Promise.resolve();
+  /** Notifications sent on the pool, one statement per turn of the event loop (under load, many answers end in one). */
+  readonly #outgoing = new TurnBatch<TransportMessage>((messages) => this.#sendWithin(this.#database.db, messages));
 
   constructor(options: { database: Database; clock: Clock; logger: Logger; checkMs?: number }) {
     this.#database = options.database;
@@ -65,15 +69,24 @@ export class PgNotifyTransport implements EventTransport {
     this.#channel = channel.length <= 63 ? channel : `concierge_events_${createHash('sha256').update(schema!).digest('hex').slice(0, 40)}`;
   }
 
-  async send(message: TransportMessage, db: Db = this.#database.db): Promise<void> {
-    let text = JSON.stringify({ o: this.origin, e: message.event, p: message.payload } satisfies Wire);
-    if (Buffer.byteLength(text) > MAX_NOTIFY_BYTES) {
-      const now = this.#clock.now();
-      const id = await queries.insertEventPayload(db, JSON.stringify(message.payload ?? null), now.toISOString());
-      await queries.deleteEventPayloadsBefore(db, new Date(now.getTime() - PAYLOAD_KEPT_MS).toISOString());
-      text = JSON.stringify({ o: this.origin, e: message.event, r: id } satisfies Wire);
+  send(message: TransportMessage, db?: Db): Promise<void> {
+    return db ? this.#sendWithin(db, [message]) : this.#outgoing.add(message);
+  }
+
+  /** Sends messages in order; one too big for a notification is stored first and sent as its id. */
+  async #sendWithin(db: Db, messages: TransportMessage[]): Promise<void> {
+    const texts: string[] = [];
+    for (const message of messages) {
+      let text = JSON.stringify({ o: this.origin, e: message.event, p: message.payload } satisfies Wire);
+      if (Buffer.byteLength(text) > MAX_NOTIFY_BYTES) {
+        const now = this.#clock.now();
+        const id = await queries.insertEventPayload(db, JSON.stringify(message.payload ?? null), now.toISOString());
+        await queries.deleteEventPayloadsBefore(db, new Date(now.getTime() - PAYLOAD_KEPT_MS).toISOString());
+        text = JSON.stringify({ o: this.origin, e: message.event, r: id } satisfies Wire);
+      }
+      texts.push(text);
     }
-    await queries.notify(db, this.#channel, text);
+    await queries.notifyAll(db, this.#channel, texts);
   }
 
   receive(receiver: TransportReceiver): () => void {
