@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { prepareRecurring, StatementNames } from './pg-prepared.ts';
 import { NodeSqliteDatabase } from './sqlite-adapter.ts';
 import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
 import type { DB } from './schema/index.ts';
@@ -127,7 +128,9 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Kyse
   // A connection checked out of the pool but between queries (the crawler's advisory lock is held on one for a
   // whole run) has no pool listener: when the server goes away (a restart), its 'error' would end the process.
   // The next query on it fails instead, and the pool drops it when it comes back.
+  const names = new StatementNames();
   pool.on('connect', (client) => {
+    prepareRecurring(client, names);
     client.on('error', (error) => options.logger?.warn({ err: error }, 'a PostgreSQL connection in use failed; it will be replaced'));
   });
   if (options.schema) {
