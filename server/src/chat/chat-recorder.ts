@@ -3,6 +3,7 @@ import type { RunState } from '../assistant/provider.ts';
 import type { AnswerFailure, AnswerOutcome, AnswerStopped, AskRecorder, AskStep } from '../ask/ask-pipeline.ts';
 import type { Clock } from '../clock.ts';
 import type { Database } from '../db/database.ts';
+import type { TurnBatch } from '../turn-batch.ts';
 import * as queries from './chat.queries.ts';
 
 export interface QuestionRef {
@@ -28,15 +29,18 @@ export class PublicChatRecorder implements AskRecorder {
   readonly #logger: Logger;
   readonly #owner: string;
   readonly #question: QuestionRef;
+  readonly #marks: TurnBatch<queries.ProgressMark>;
   /** The outcome was stored, and with it the session's in-flight hold released. */
   released = false;
 
-  constructor(options: { database: Database; clock: Clock; logger: Logger; owner: string; question: QuestionRef }) {
+  /** `marks` stores the progress marks of every question of the process, those of one event-loop turn together. */
+  constructor(options: { database: Database; clock: Clock; logger: Logger; owner: string; question: QuestionRef; marks: TurnBatch<queries.ProgressMark> }) {
     this.#database = options.database;
     this.#clock = options.clock;
     this.#logger = options.logger;
     this.#owner = options.owner;
     this.#question = options.question;
+    this.#marks = options.marks;
   }
 
   #now = () => this.#clock.now().toISOString();
@@ -54,20 +58,11 @@ export class PublicChatRecorder implements AskRecorder {
   }
 
   async messageCreated(messageId: string): Promise<void> {
-    await queries.updateOwnedMessage(this.#database.db, this.#question.messageId, this.#owner, {
-      provider_message_id: messageId,
-      step: 'creating_run',
-      updated_at: this.#now(),
-    });
+    await this.#marks.add({ messageId: this.#question.messageId, owner: this.#owner, changes: { provider_message_id: messageId, step: 'creating_run', updated_at: this.#now() } });
   }
 
   async runCreated(run: RunState): Promise<void> {
-    await queries.updateOwnedMessage(this.#database.db, this.#question.messageId, this.#owner, {
-      run_id: run.id,
-      run_status: run.status,
-      step: 'polling_run',
-      updated_at: this.#now(),
-    });
+    await this.#marks.add({ messageId: this.#question.messageId, owner: this.#owner, changes: { run_id: run.id, run_status: run.status, step: 'polling_run', updated_at: this.#now() } });
   }
 
   async completed(outcome: AnswerOutcome): Promise<void> {

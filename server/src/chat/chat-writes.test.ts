@@ -83,4 +83,30 @@ describe('storing a question and its outcome', () => {
     expect(await queries.storeOutcome(ctx.deps.database, outcome('process-a'))).toBe(false);
     expect(await messages()).toHaveLength(2);
   });
+
+  it("stores the progress marks of several questions at once, each only while its owner still owns it", async () => {
+    await queries.insertSession(db(), { session_id: 's2', client_ip: '10.0.0.2', user_agent: 'phone', referer: null, verified: true, now: T0, expires_at: '2026-03-15T18:00:00.000Z' });
+    await queries.insertSession(db(), { session_id: 's3', client_ip: '10.0.0.3', user_agent: 'phone', referer: null, verified: true, now: T0, expires_at: '2026-03-15T18:00:00.000Z' });
+    const ask = async (sessionId: string, owner: string) => {
+      const asked = question(`Question of ${sessionId}`);
+      return (await queries.insertQuestion(ctx.deps.database, { ...asked, message: { ...asked.message, session_id: sessionId, owner }, session: { ...asked.session, session_id: sessionId } }))!;
+    };
+    const [first, second, taken] = [await ask('s1', 'process-a'), await ask('s2', 'process-a'), await ask('s3', 'process-b')];
+    await queries.storeProgressMarks(ctx.deps.database, [
+      { messageId: first, owner: 'process-a', changes: { provider_message_id: 'msg_1', step: 'creating_run', updated_at: T1 } },
+      { messageId: second, owner: 'process-a', changes: { run_id: 'run_2', run_status: 'queued', step: 'polling_run', updated_at: T1 } },
+      { messageId: taken, owner: 'process-a', changes: { run_id: 'run_3', run_status: 'queued', step: 'polling_run', updated_at: T1 } },
+    ]);
+    const byId = new Map((await messages()).map((row) => [row.id, row]));
+    expect(byId.get(first)).toMatchObject({ provider_message_id: 'msg_1', run_id: null, step: 'creating_run', updated_at: T1 });
+    expect(byId.get(second)).toMatchObject({ provider_message_id: null, run_id: 'run_2', run_status: 'queued', step: 'polling_run' });
+    expect(byId.get(taken)).toMatchObject({ run_id: null, step: 'enqueue' });
+
+    // The next mark keeps what the first stored.
+    await queries.storeProgressMarks(ctx.deps.database, [
+      { messageId: first, owner: 'process-a', changes: { run_id: 'run_1', run_status: 'in_progress', step: 'polling_run', updated_at: T1 } },
+      { messageId: second, owner: 'process-a', changes: { run_id: 'run_2', run_status: 'in_progress', step: 'polling_run', updated_at: T1 } },
+    ]);
+    expect(await db().selectFrom('public_chat_messages').select(['provider_message_id', 'run_id', 'run_status']).where('id', '=', first).executeTakeFirstOrThrow()).toEqual({ provider_message_id: 'msg_1', run_id: 'run_1', run_status: 'in_progress' });
+  });
 });

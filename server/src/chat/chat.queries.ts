@@ -180,6 +180,43 @@ export async function updateOwnedMessage(db: Db, id: number, owner: string, chan
   return Number(result.numUpdatedRows) === 1;
 }
 
+/** How far a question got at the provider (DESIGN §6), stored so that a restart resumes it instead of asking again. */
+export interface ProgressMark {
+  messageId: number;
+  owner: string;
+  changes: { provider_message_id?: string; run_id?: string; run_status?: string; step: string; updated_at: string };
+}
+
+/**
+ * Stores the progress marks of several questions, each only while `owner`
+ * still owns its question: one statement on PostgreSQL (the same text
+ * whatever their number, so it stays prepared), one transaction on SQLite.
+ */
+export async function storeProgressMarks(database: Database, marks: readonly ProgressMark[]): Promise<void> {
+  const oneEach = new Set(marks.map((mark) => mark.messageId)).size === marks.length;
+  if (marks.length === 1 || database.dialect === 'sqlite' || !oneEach) {
+    const store = async (db: Db) => {
+      for (const mark of marks) await updateOwnedMessage(db, mark.messageId, mark.owner, mark.changes);
+    };
+    await (marks.length === 1 ? store(database.db) : database.transaction(store));
+    return;
+  }
+  const column = <K extends keyof ProgressMark['changes']>(key: K) => marks.map((mark) => mark.changes[key] ?? null);
+  await sql`
+    update public_chat_messages as m
+    set provider_message_id = coalesce(v.provider_message_id, m.provider_message_id),
+        run_id = coalesce(v.run_id, m.run_id),
+        run_status = coalesce(v.run_status, m.run_status),
+        step = v.step,
+        updated_at = v.updated_at
+    from unnest(
+      cast(${marks.map((mark) => mark.messageId)} as bigint[]), cast(${marks.map((mark) => mark.owner)} as text[]),
+      cast(${column('provider_message_id')} as text[]), cast(${column('run_id')} as text[]), cast(${column('run_status')} as text[]),
+      cast(${column('step')} as text[]), cast(${column('updated_at')} as timestamptz[])
+    ) as v(id, owner, provider_message_id, run_id, run_status, step, updated_at)
+    where m.id = v.id and m.owner = v.owner`.execute(database.db);
+}
+
 /** Keeps the owner's claim on the questions it is answering (DESIGN §9). */
 export async function renewLeases(db: Db, owner: string, until: string): Promise<number> {
   const result = await db

@@ -12,6 +12,7 @@ import { WindowCounter, type WindowCount } from '../limits/limits.ts';
 import type { AssistantService } from '../assistant/assistant.service.ts';
 import { PublicChatRecorder } from './chat-recorder.ts';
 import * as queries from './chat.queries.ts';
+import { TurnBatch } from '../turn-batch.ts';
 import { LiveAnswer } from './live-answer.ts';
 import { verifyTurnstileToken } from './turnstile.ts';
 
@@ -112,11 +113,14 @@ export class ChatService implements LeasedWork {
   readonly #options: ChatServiceOptions;
   readonly #logger: Logger;
   readonly #windows: WindowCounter;
+  /** The questions' progress marks (DESIGN §6), those of one event-loop turn in one write. */
+  readonly #marks: TurnBatch<queries.ProgressMark>;
   /** Questions this process is answering now (asked here or taken over), so a retry can follow the answer itself and Stop can stop it. */
   readonly #answering = new Map<number, Answering>();
 
   constructor(options: ChatServiceOptions) {
     this.#options = options;
+    this.#marks = new TurnBatch((marks) => queries.storeProgressMarks(options.database, marks));
     this.#logger = options.logger;
     this.#windows = new WindowCounter({ database: options.database, clock: options.clock, windowMs: WINDOW_MS });
   }
@@ -488,7 +492,7 @@ export class ChatService implements LeasedWork {
   }
 
   #recorder(question: ConstructorParameters<typeof PublicChatRecorder>[0]['question']): PublicChatRecorder {
-    return new PublicChatRecorder({ database: this.#options.database, clock: this.#options.clock, logger: this.#logger, owner: this.#options.pipeline.owner, question });
+    return new PublicChatRecorder({ database: this.#options.database, clock: this.#options.clock, logger: this.#logger, owner: this.#options.pipeline.owner, question, marks: this.#marks });
   }
 
   /** Keeps this process's claim on the questions it is answering. */
