@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts';
 import { takeRateSlot } from '../cluster/cluster.queries.ts';
 import type { Database } from '../db/database.ts';
+import { TurnBatch } from '../turn-batch.ts';
 
 /** Hands out the time of the next slot of a rate: `nowMs` is now, `intervalMs` the space between slots. */
 export type SlotSource = (nowMs: number, intervalMs: number) => Promise<number>;
@@ -15,8 +16,24 @@ export function slotsInProcess(): SlotSource {
   };
 }
 
-/** Slots every process shares, kept in the database (one atomic statement per slot). */
-export const slotsInDatabase = (database: Database, name: string): SlotSource => (nowMs, intervalMs) => takeRateSlot(database.db, name, nowMs, intervalMs);
+/**
+ * Slots every process shares, kept in the database: the slots asked for in
+ * one turn of the event loop are taken in one atomic statement, in the
+ * order asked.
+ */
+export function slotsInDatabase(database: Database, name: string): SlotSource {
+  const batch = new TurnBatch<{ nowMs: number; intervalMs: number; slot: number }>(async (requests) => {
+    // One interval for the batch, the longest asked (a rate lowered in between is kept).
+    const intervalMs = Math.max(...requests.map((request) => request.intervalMs));
+    const first = await takeRateSlot(database.db, name, Math.max(...requests.map((request) => request.nowMs)), intervalMs, requests.length);
+    requests.forEach((request, index) => (request.slot = first + index * Math.max(1, Math.round(intervalMs))));
+  });
+  return async (nowMs, intervalMs) => {
+    const request = { nowMs, intervalMs, slot: 0 };
+    await batch.add(request);
+    return request.slot;
+  };
+}
 
 /** Slots shared by every process on PostgreSQL, in this process on SQLite (one process by design). */
 export const sharedSlots = (database: Database, name: string): SlotSource => (database.dialect === 'postgres' ? slotsInDatabase(database, name) : slotsInProcess());

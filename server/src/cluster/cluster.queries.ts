@@ -31,24 +31,26 @@ export async function deleteEventPayloadsBefore(db: Db, before: string): Promise
 }
 
 /**
- * Takes the next slot of a request rate shared by every process, in one
- * atomic statement: the slot is the later of now and the budget's next free
- * time (a token bucket of one token, kept as the time it refills), and the
- * next free time moves one interval past it. Returns the slot (ms since the
- * epoch); the caller waits until then.
+ * Takes the next `count` slots of a request rate shared by every process, in
+ * one atomic statement: the first is the later of now and the budget's next
+ * free time (a token bucket of one token, kept as the time it refills), the
+ * others follow one interval apart, and the next free time moves one
+ * interval past the last. Returns the first slot (ms since the epoch); the
+ * callers wait until theirs.
  */
-export async function takeRateSlot(db: Db, name: string, nowMs: number, intervalMs: number): Promise<number> {
+export async function takeRateSlot(db: Db, name: string, nowMs: number, intervalMs: number, count = 1): Promise<number> {
   const interval = Math.max(1, Math.round(intervalMs));
   const now = Math.round(nowMs);
+  const span = interval * count;
   const row = await db
     .insertInto('rate_budgets')
-    .values({ name, next_slot_ms: now + interval })
+    .values({ name, next_slot_ms: now + span })
     .onConflict((conflict) =>
       conflict.column('name').doUpdateSet((eb) => ({
-        next_slot_ms: sql<number>`(case when ${eb.ref('rate_budgets.next_slot_ms')} > ${now} then ${eb.ref('rate_budgets.next_slot_ms')} else ${now} end) + ${interval}`,
+        next_slot_ms: sql<number>`(case when ${eb.ref('rate_budgets.next_slot_ms')} > ${now} then ${eb.ref('rate_budgets.next_slot_ms')} else ${now} end) + ${span}`,
       })),
     )
     .returning('next_slot_ms')
     .executeTakeFirstOrThrow();
-  return Number(row.next_slot_ms) - interval;
+  return Number(row.next_slot_ms) - span;
 }

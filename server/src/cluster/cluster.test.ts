@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { slotsInDatabase } from '../assistant/rate-gate.ts';
 import { systemClock } from '../clock.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { EventBus, type AnswerEvent } from '../events.ts';
@@ -326,6 +327,22 @@ describe('the cluster parts', () => {
     expect(await takeRateSlot(ctx.deps.database.db, 'provider_create_run', now + 60_000, 250)).toBe(now + 60_000);
     // Another budget is separate.
     expect(await takeRateSlot(ctx.deps.database.db, 'something_else', now, 250)).toBe(now);
+    // Several at once: the first, and the next free time past the last.
+    expect(await takeRateSlot(ctx.deps.database.db, 'something_else', now, 250, 4)).toBe(now + 250);
+    expect(await takeRateSlot(other.db, 'something_else', now, 250)).toBe(now + 5 * 250);
+  });
+
+  it('takes the slots asked for in one turn in one statement, one interval apart, however many processes ask', async () => {
+    const ctx = await createTestContext();
+    contexts.push(ctx);
+    const { database: counted, statements } = countedStatements(ctx.deps.database);
+    const here = slotsInDatabase(counted, 'provider_create_run');
+    const there = slotsInDatabase(await openAgain(ctx), 'provider_create_run');
+    const now = 1_800_000_000_000;
+    const slots = await Promise.all([...Array.from({ length: 10 }, () => here(now, 100)), ...Array.from({ length: 5 }, () => there(now, 100))]);
+    expect(statements).toHaveLength(1);
+    expect(slots.slice(0, 10)).toEqual([...slots.slice(0, 10)].sort((x, y) => x - y)); // in the order asked
+    expect([...slots].sort((x, y) => x - y)).toEqual(Array.from({ length: 15 }, (_, index) => now + index * 100));
   });
 
   it('adds up the Status totals of every process', async () => {
