@@ -37,7 +37,7 @@ export interface Engine {
   serve(env: Record<string, string>): Promise<ServedProduct>;
 }
 
-const ENV = { LOG_LEVEL: 'silent', CONVENTION_TIMEZONE: 'UTC' };
+const ENV = { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent', CONVENTION_TIMEZONE: 'UTC' };
 
 export function sqliteEngine(): Engine {
   return {

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../test-support/test-context.ts';
+import { sql } from 'kysely';
+import { openDatabase } from '../db/database.ts';
+import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
 import * as queries from './chat.queries.ts';
 
 const T0 = '2026-03-14T18:00:00.000Z';
@@ -108,5 +110,54 @@ describe('storing a question and its outcome', () => {
       { messageId: second, owner: 'process-a', changes: { run_id: 'run_2', run_status: 'in_progress', step: 'polling_run', updated_at: T1 } },
     ]);
     expect(await db().selectFrom('public_chat_messages').select(['provider_message_id', 'run_id', 'run_status']).where('id', '=', first).executeTakeFirstOrThrow()).toEqual({ provider_message_id: 'msg_1', run_id: 'run_1', run_status: 'in_progress' });
+  });
+
+  it.runIf(testDatabaseKind() === 'postgres')('locks the questions it marks in id order, as renewing the leases does, so the two never deadlock', async () => {
+    const others = await Promise.all([1, 2].map(() => openDatabase(ctx.database.url, { schema: ctx.database.schema })));
+    let release = () => {};
+    try {
+      const ids: number[] = [];
+      for (const sessionId of ['s1', 's2', 's3']) {
+        if (sessionId !== 's1') await queries.insertSession(db(), { session_id: sessionId, client_ip: '10.0.0.9', user_agent: 'phone', referer: null, verified: true, now: T0, expires_at: '2026-03-15T18:00:00.000Z' });
+        const asked = question(`Question of ${sessionId}`);
+        ids.push((await queries.insertQuestion(ctx.deps.database, { ...asked, message: { ...asked.message, session_id: sessionId }, session: { ...asked.session, session_id: sessionId } }))!);
+      }
+      const [low, middle, high] = ids as [number, number, number];
+      // A table of some size, so that PostgreSQL finds the marked rows through the primary key, in the order given.
+      await sql`insert into public_chat_messages (session_id, role, content, state, created_at, updated_at)
+        select 's1', 'user', 'Earlier question', 'completed', ${T0}, ${T0} from generate_series(1, 5000)`.execute(db());
+      await sql`analyze public_chat_messages`.execute(db());
+      const lockedElsewhere = async (id: number) =>
+        others[1]!
+          .transaction((trx) => sql`select id from public_chat_messages where id = ${id} for update nowait`.execute(trx))
+          .then(() => false, () => true);
+
+      // Another statement holds the highest; the marks, given highest first, take the others meanwhile and wait for it.
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let holding!: () => void;
+      const isHeld = new Promise<void>((resolve) => (holding = resolve));
+      const holder = others[0]!.transaction(async (trx) => {
+        await sql`select id from public_chat_messages where id = ${high} for update`.execute(trx);
+        holding();
+        await held;
+      });
+      await isHeld;
+      const mark = (id: number) => ({ messageId: id, owner: 'process-a', changes: { run_id: `run_${id}`, run_status: 'queued', step: 'polling_run', updated_at: T1 } });
+      const marking = queries.storeProgressMarks(ctx.deps.database, [mark(high), mark(middle), mark(low)]);
+      const deadline = Date.now() + 5000;
+      while (!((await lockedElsewhere(low)) && (await lockedElsewhere(middle)))) {
+        if (Date.now() > deadline) throw new Error('the marks did not lock the lower ids while waiting for the highest');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      release();
+      await holder;
+      await marking;
+      expect(await queries.renewLeases(ctx.deps.database, 'process-a', T1)).toBe(3);
+      const rows = await db().selectFrom('public_chat_messages').select(['id', 'run_id']).where('id', 'in', ids).orderBy('id').execute();
+      expect(rows.map((row) => row.run_id)).toEqual(ids.map((id) => `run_${id}`));
+    } finally {
+      release();
+      for (const other of others) await other.close();
+    }
   });
 });

@@ -190,7 +190,8 @@ export interface ProgressMark {
 /**
  * Stores the progress marks of several questions, each only while `owner`
  * still owns its question: one statement on PostgreSQL (the same text
- * whatever their number, so it stays prepared), one transaction on SQLite.
+ * whatever their number, so it stays prepared; the rows locked in id order,
+ * see renewLeases), one transaction on SQLite.
  */
 export async function storeProgressMarks(database: Database, marks: readonly ProgressMark[]): Promise<void> {
   const oneEach = new Set(marks.map((mark) => mark.messageId)).size === marks.length;
@@ -202,7 +203,9 @@ export async function storeProgressMarks(database: Database, marks: readonly Pro
     return;
   }
   const column = <K extends keyof ProgressMark['changes']>(key: K) => marks.map((mark) => mark.changes[key] ?? null);
+  const ids = marks.map((mark) => mark.messageId);
   await sql`
+    with locked as (select id from public_chat_messages where id = any(cast(${ids} as bigint[])) order by id for update)
     update public_chat_messages as m
     set provider_message_id = coalesce(v.provider_message_id, m.provider_message_id),
         run_id = coalesce(v.run_id, m.run_id),
@@ -210,20 +213,33 @@ export async function storeProgressMarks(database: Database, marks: readonly Pro
         step = v.step,
         updated_at = v.updated_at
     from unnest(
-      cast(${marks.map((mark) => mark.messageId)} as bigint[]), cast(${marks.map((mark) => mark.owner)} as text[]),
+      cast(${ids} as bigint[]), cast(${marks.map((mark) => mark.owner)} as text[]),
       cast(${column('provider_message_id')} as text[]), cast(${column('run_id')} as text[]), cast(${column('run_status')} as text[]),
       cast(${column('step')} as text[]), cast(${column('updated_at')} as timestamptz[])
     ) as v(id, owner, provider_message_id, run_id, run_status, step, updated_at)
-    where m.id = v.id and m.owner = v.owner`.execute(database.db);
+    where m.id = v.id and m.owner = v.owner and m.id in (select id from locked)`.execute(database.db);
 }
 
-/** Keeps the owner's claim on the questions it is answering (DESIGN §9). */
-export async function renewLeases(db: Db, owner: string, until: string): Promise<number> {
-  const result = await db
+/**
+ * Keeps the owner's claim on the questions it is answering (DESIGN §9). On
+ * PostgreSQL the rows are locked in id order, as the progress marks lock
+ * theirs: two statements that each update several questions must not take
+ * them in opposite orders (a deadlock, which PostgreSQL breaks only after a
+ * second by failing one).
+ */
+export async function renewLeases(database: Database, owner: string, until: string): Promise<number> {
+  const result = await database.db
     .updateTable('public_chat_messages')
     .set({ lease_expires_at: until })
-    .where('state', '=', 'processing')
-    .where('owner', '=', owner)
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('public_chat_messages')
+        .select('id')
+        .where('state', '=', 'processing')
+        .where('owner', '=', owner)
+        .orderBy('id')
+        .$if(database.dialect === 'postgres', (qb) => qb.forUpdate()),
+    )
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
