@@ -10,9 +10,9 @@ import type { Database } from '../db/database.ts';
 import { AppError, conflict, forbidden, isAppError, notFound, refusal, tooManyRequests, unauthorized } from '../errors.ts';
 import { WindowCounter, type WindowCount } from '../limits/limits.ts';
 import type { AssistantService } from '../assistant/assistant.service.ts';
+import { TurnBatch } from '../turn-batch.ts';
 import { PublicChatRecorder } from './chat-recorder.ts';
 import * as queries from './chat.queries.ts';
-import { TurnBatch } from '../turn-batch.ts';
 import { LiveAnswer } from './live-answer.ts';
 import { verifyTurnstileToken } from './turnstile.ts';
 

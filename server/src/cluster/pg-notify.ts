@@ -4,8 +4,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { Database, Db } from '../db/database.ts';
 import type { EventTransport, TransportMessage, TransportReceiver } from '../events.ts';
-import * as queries from './cluster.queries.ts';
 import { TurnBatch } from '../turn-batch.ts';
+import * as queries from './cluster.queries.ts';
 import { closeSession, openSession, pingSession, queryWithin } from './pg-session.ts';
 
 /**
