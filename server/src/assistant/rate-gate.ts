@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { takeRateSlot } from '../cluster/cluster.queries.ts';
+import { slotInterval, takeRateSlot } from '../cluster/cluster.queries.ts';
 import type { Database } from '../db/database.ts';
 import { TurnBatch } from '../turn-batch.ts';
 
@@ -26,7 +26,7 @@ export function slotsInDatabase(database: Database, name: string): SlotSource {
     // One interval for the batch, the longest asked (a rate lowered in between is kept).
     const intervalMs = Math.max(...requests.map((request) => request.intervalMs));
     const first = await takeRateSlot(database.db, name, Math.max(...requests.map((request) => request.nowMs)), intervalMs, requests.length);
-    requests.forEach((request, index) => (request.slot = first + index * Math.max(1, Math.round(intervalMs))));
+    requests.forEach((request, index) => (request.slot = first + index * slotInterval(intervalMs)));
   });
   return async (nowMs, intervalMs) => {
     const request = { nowMs, intervalMs, slot: 0 };

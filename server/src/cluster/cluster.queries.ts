@@ -30,6 +30,9 @@ export async function deleteEventPayloadsBefore(db: Db, before: string): Promise
   await db.deleteFrom('cluster_event_payloads').where('created_at', '<', before).execute();
 }
 
+/** The space the database keeps between two slots of a rate: whole milliseconds, at least one. */
+export const slotInterval = (intervalMs: number) => Math.max(1, Math.round(intervalMs));
+
 /**
  * Takes the next `count` slots of a request rate shared by every process, in
  * one atomic statement: the first is the later of now and the budget's next
@@ -39,7 +42,7 @@ export async function deleteEventPayloadsBefore(db: Db, before: string): Promise
  * callers wait until theirs.
  */
 export async function takeRateSlot(db: Db, name: string, nowMs: number, intervalMs: number, count = 1): Promise<number> {
-  const interval = Math.max(1, Math.round(intervalMs));
+  const interval = slotInterval(intervalMs);
   const now = Math.round(nowMs);
   const span = interval * count;
   const row = await db
