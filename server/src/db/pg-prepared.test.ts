@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
-import { MAX_PREPARED, PREPARE_AFTER, StatementNames } from './pg-prepared.ts';
+import { MAX_PREPARED, PREPARE_AFTER, StatementNames, TextKeyed } from './pg-prepared.ts';
 
 describe('statements prepared on PostgreSQL', () => {
   it('names a statement once it recurs, the same name every time after, and never transaction control', () => {
@@ -23,6 +23,30 @@ describe('statements prepared on PostgreSQL', () => {
     for (let n = 1; n <= MAX_PREPARED; n++) for (let seen = 0; seen < PREPARE_AFTER; seen++) names.nameFor(recurring(n));
     expect(names.nameFor(recurring(1))).toBeDefined();
     for (let seen = 0; seen < PREPARE_AFTER * 2; seen++) expect(names.nameFor(recurring(MAX_PREPARED + 1))).toBeUndefined();
+  });
+
+  it('keeps texts of the same length apart and finds a text built anew by concatenation', () => {
+    const kept = new TextKeyed<string>();
+    const build = (table: string) => ['select * from "', table, '" where "id" = $1'].reduce((text, part) => text + part, '');
+    kept.set(build('aaaa'), 'a');
+    kept.set(build('bbbb'), 'b');
+    kept.set(build('aaaa'), 'a again');
+    expect(kept.size).toBe(2);
+    expect([kept.get(build('aaaa')), kept.get(build('bbbb')), kept.get(build('cccc'))]).toEqual(['a again', 'b', undefined]);
+    kept.delete(build('aaaa'));
+    kept.delete(build('cccc'));
+    expect([kept.size, kept.get(build('aaaa')), kept.get(build('bbbb'))]).toEqual([1, undefined, 'b']);
+    kept.clear();
+    expect([kept.size, kept.get(build('bbbb'))]).toEqual([0, undefined]);
+  });
+
+  it('names two statements of the same length apart', () => {
+    const names = new StatementNames();
+    const [a, b] = ['select "a" from "t" where "x" = $1', 'select "b" from "t" where "x" = $1'];
+    for (let seen = 0; seen < PREPARE_AFTER; seen++) [a, b].forEach((text) => names.nameFor(text));
+    expect(names.nameFor(a)).toMatch(/^concierge_/);
+    expect(names.nameFor(b)).toMatch(/^concierge_/);
+    expect(names.nameFor(a)).not.toBe(names.nameFor(b));
   });
 
   describe.runIf(testDatabaseKind() === 'postgres')('on a server', () => {
