@@ -49,12 +49,8 @@ export class PublicChatRecorder implements AskRecorder {
   async step(_step: AskStep): Promise<void> {}
 
   async threadCreated(threadId: string): Promise<void> {
-    const now = this.#now();
-    await this.#database.transaction(async (trx) => {
-      await queries.setThread(trx, this.#question.sessionId, threadId, now);
-      await queries.bumpCounters(trx, { thread_count: 1 });
-      await queries.updateOwnedMessage(trx, this.#question.messageId, this.#owner, { thread_id: threadId, step: 'creating_message', updated_at: now });
-    });
+    const { sessionId, messageId } = this.#question;
+    await queries.storeThread(this.#database, { sessionId, messageId, owner: this.#owner, threadId, now: this.#now() });
   }
 
   async messageCreated(messageId: string): Promise<void> {

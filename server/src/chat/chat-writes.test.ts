@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { openDatabase } from '../db/database.ts';
+import { countedStatements } from '../test-support/counted-statements.ts';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
 import * as queries from './chat.queries.ts';
 
@@ -52,6 +53,21 @@ describe('storing a question and its outcome', () => {
     expect(id).toEqual(expect.any(Number));
     expect(await db().selectFrom('public_chat_client_ips').select('client_ip').execute()).toEqual([{ client_ip: '10.0.0.2' }]);
     expect(await counters()).toMatchObject({ client_ip_count: 1, message_count: 1 });
+  });
+
+  it('stores the conversation a first question opened on the session, on the question while its owner holds it, and counts it', async () => {
+    const id = (await queries.insertQuestion(ctx.deps.database, question('When is the masquerade?')))!;
+    const { database, statements } = countedStatements(ctx.deps.database);
+    await queries.storeThread(database, { sessionId: 's1', messageId: id, owner: 'process-a', threadId: 'conv_1', now: T1 });
+    if (testDatabaseKind() === 'postgres') expect(statements).toHaveLength(1);
+    expect(await session()).toMatchObject({ thread_id: 'conv_1', updated_at: T1 });
+    expect((await messages())[0]).toMatchObject({ thread_id: 'conv_1', step: 'creating_message' });
+    expect(await counters()).toMatchObject({ thread_count: 1 });
+
+    // Taken over by another process: the question is left to its new owner.
+    await queries.storeThread(ctx.deps.database, { sessionId: 's1', messageId: id, owner: 'process-b', threadId: 'conv_2', now: T1 });
+    expect((await messages())[0]).toMatchObject({ thread_id: 'conv_1' });
+    expect(await counters()).toMatchObject({ thread_count: 2 });
   });
 
   it("stores an answer only while the process still owns the question, and releases the session's hold with it", async () => {
@@ -159,5 +175,42 @@ describe('storing a question and its outcome', () => {
       release();
       for (const other of others) await other.close();
     }
+  });
+});
+
+describe('creating a session', () => {
+  let ctx: TestContext;
+  beforeEach(async () => {
+    ctx = await createTestContext();
+  });
+  afterEach(() => ctx.close());
+
+  const counters = async () => Object.fromEntries((await queries.readCounters(ctx.deps.database.db)).map((row) => [row.name, Number(row.value)]));
+  const values = (sessionId: string, clientIp: string | null, verified = false) => ({
+    session_id: sessionId,
+    client_ip: clientIp,
+    user_agent: 'phone',
+    referer: null,
+    verified,
+    now: T0,
+    expires_at: '2026-03-15T18:00:00.000Z',
+  });
+
+  it('returns the row as it is read back, and counts the session and its address only when the address is new', async () => {
+    const created = await queries.createSession(ctx.deps.database, values('s1', '10.0.0.1', true));
+    expect(created).toEqual(await queries.findSession(ctx.deps.database.db, 's1'));
+    expect(created).toMatchObject({ session_id: 's1', client_ip: '10.0.0.1', verified: true, verified_at: T0, active: true, first_seen_at: T0, expires_at: '2026-03-15T18:00:00.000Z' });
+    expect(await counters()).toMatchObject({ session_count: 1, client_ip_count: 1 });
+
+    expect(await queries.createSession(ctx.deps.database, values('s2', '10.0.0.1'))).toMatchObject({ session_id: 's2', verified: false, verified_at: null });
+    expect(await queries.createSession(ctx.deps.database, values('s3', null))).toMatchObject({ session_id: 's3', client_ip: null });
+    expect(await counters()).toMatchObject({ session_count: 3, client_ip_count: 1 });
+    expect(await ctx.deps.database.db.selectFrom('public_chat_client_ips').select('client_ip').execute()).toEqual([{ client_ip: '10.0.0.1' }]);
+  });
+
+  it.runIf(testDatabaseKind() === 'postgres')('is one statement on PostgreSQL', async () => {
+    const { database, statements } = countedStatements(ctx.deps.database);
+    await queries.createSession(database, values('s1', '10.0.0.1'));
+    expect(statements).toHaveLength(1);
   });
 });

@@ -183,10 +183,13 @@ export class ChatService implements LeasedWork {
       if (outcome.reason === 'invalid') throw new AppError(400, 'invalid_token', CHAT_ERRORS.invalidToken);
       throw new AppError(502, 'verification_unavailable', CHAT_ERRORS.verificationUnavailable);
     }
-    const session = await this.#session(sessionId, client);
+    // A new session is created verified; one the visitor had is used now and marked so.
+    const existing = await this.findSession(sessionId);
+    if (!existing) return (await this.#newSession(client, { verified: true })).session_id;
     const now = this.#now();
-    await queries.markVerified(this.#db, session.session_id, now.toISOString(), new Date(now.getTime() + SESSION_IDLE_MS).toISOString());
-    return session.session_id;
+    await this.#touch(existing, client, now);
+    await queries.markVerified(this.#db, existing.session_id, now.toISOString(), new Date(now.getTime() + SESSION_IDLE_MS).toISOString());
+    return existing.session_id;
   }
 
   /** A live session by id, or undefined when unknown or expired. */
@@ -654,27 +657,23 @@ export class ChatService implements LeasedWork {
   /** The visitor's live session, or a new one. */
   async #session(sessionId: string | undefined, client: ClientInfo): Promise<queries.SessionRow> {
     const existing = await this.findSession(sessionId);
+    if (!existing) return this.#newSession(client, { verified: false });
+    await this.#touch(existing, client, this.#now());
+    return existing;
+  }
+
+  /** A new session for the visitor (counted, with its address). */
+  #newSession(client: ClientInfo, options: { verified: boolean }): Promise<queries.SessionRow> {
     const now = this.#now();
-    const expiresAt = new Date(now.getTime() + SESSION_IDLE_MS).toISOString();
-    if (existing) {
-      await this.#touch(existing, client, now);
-      return existing;
-    }
-    const id = randomBytes(24).toString('base64url');
-    await this.#options.database.transaction(async (trx) => {
-      await queries.insertSession(trx, {
-        session_id: id,
-        client_ip: client.ip,
-        user_agent: client.userAgent,
-        referer: client.referer,
-        verified: false,
-        now: now.toISOString(),
-        expires_at: expiresAt,
-      });
-      await queries.bumpCounters(trx, { session_count: 1 });
-      await queries.noteClientIp(trx, client.ip, now.toISOString());
+    return queries.createSession(this.#options.database, {
+      session_id: randomBytes(24).toString('base64url'),
+      client_ip: client.ip,
+      user_agent: client.userAgent,
+      referer: client.referer,
+      verified: options.verified,
+      now: now.toISOString(),
+      expires_at: new Date(now.getTime() + SESSION_IDLE_MS).toISOString(),
     });
-    return (await queries.findSession(this.#db, id))!;
   }
 
   /**
