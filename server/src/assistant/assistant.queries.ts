@@ -1,4 +1,5 @@
-import type { Db } from '../db/database.ts';
+import { sql } from 'kysely';
+import type { Database, Db } from '../db/database.ts';
 import { PROVIDER_LOG_TABLE, type ProviderStep } from '../db/schema/assistant.ts';
 
 export interface ProviderLogRow {
@@ -16,13 +17,39 @@ export interface ProviderLogRow {
   error: string | null;
 }
 
+/** Rows written in one statement at most on PostgreSQL by insertProviderLogBatch (14 parameters each, well under its 65,535). */
+const MAX_ROWS_IN_ONE_STATEMENT = 1000;
+
+const insertRows = (db: Db, step: ProviderStep, rows: ProviderLogRow[]) =>
+  db.insertInto(PROVIDER_LOG_TABLE[step]).values(rows.map((row) => ({ ask_command_id: null, ...row, created_at: row.request_ended, updated_at: row.request_ended })));
+
 /** Several rows of one log table in one statement (ProviderLogWriter's batches). */
 export async function insertProviderLogs(db: Db, step: ProviderStep, rows: ProviderLogRow[]): Promise<void> {
   if (rows.length === 0) return;
-  await db
-    .insertInto(PROVIDER_LOG_TABLE[step])
-    .values(rows.map((row) => ({ ask_command_id: null, ...row, created_at: row.request_ended, updated_at: row.request_ended })))
-    .execute();
+  await insertRows(db, step, rows).execute();
+}
+
+/**
+ * Rows of several log tables written together, all or none: on PostgreSQL
+ * one statement (each table's INSERT a data-modifying CTE) rather than a
+ * transaction of a round trip per table and two more; a transaction on
+ * SQLite, and for an uncommonly large batch.
+ */
+export async function insertProviderLogBatch(database: Database, chunks: { step: ProviderStep; rows: ProviderLogRow[] }[]): Promise<void> {
+  const filled = chunks.filter((chunk) => chunk.rows.length > 0);
+  const rows = filled.reduce((total, chunk) => total + chunk.rows.length, 0);
+  // A table's rows in one INSERT each, so that they take their ids in order (the CTEs of a statement run in no set order).
+  const oneChunkPerTable = new Set(filled.map((chunk) => chunk.step)).size === filled.length;
+  if (database.dialect === 'postgres' && filled.length > 1 && oneChunkPerTable && rows <= MAX_ROWS_IN_ONE_STATEMENT) {
+    const db = database.db;
+    const inserts = filled.map((chunk) => insertRows(db, chunk.step, chunk.rows));
+    const ctes = inserts.slice(0, -1).map((insert, i) => sql`${sql.id(`logged_${i}`)} as (${insert})`);
+    await sql`with ${sql.join(ctes)} ${inserts.at(-1)!}`.execute(db);
+    return;
+  }
+  await database.transaction(async (trx) => {
+    for (const chunk of filled) await insertProviderLogs(trx, chunk.step, chunk.rows);
+  });
 }
 
 export async function insertProviderLog(db: Db, step: ProviderStep, row: ProviderLogRow): Promise<void> {

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.ts';
 import type { ProviderStep } from '../db/schema/assistant.ts';
-import { insertProviderLogs, type ProviderLogRow } from './assistant.queries.ts';
+import { insertProviderLogBatch, insertProviderLogs, type ProviderLogRow } from './assistant.queries.ts';
 
 /** How long a call log may wait in memory before it is written (an answer's own logs are written when it ends). */
 const FLUSH_EVERY_MS = 100;
@@ -98,12 +98,13 @@ export class ProviderLogWriter {
       for (let at = 0; at < rows.length; at += ROWS_PER_STATEMENT) chunks.push({ step, rows: rows.slice(at, at + ROWS_PER_STATEMENT) });
     }
     // One commit for the whole batch (one WAL write, one fsync on PostgreSQL) rather than one per table: several
-    // statements go in one transaction, a single one on its own.
+    // tables' rows are written together (one statement on PostgreSQL), a single chunk on its own.
     if (chunks.length > 1) {
       try {
-        await this.#database.transaction(async (trx) => {
-          for (const chunk of chunks) await insertProviderLogs(trx, chunk.step, chunk.rows.map((pending) => pending.row));
-        });
+        await insertProviderLogBatch(
+          this.#database,
+          chunks.map((chunk) => ({ step: chunk.step, rows: chunk.rows.map((pending) => pending.row) })),
+        );
         return;
       } catch {
         // Written again chunk by chunk below, so that one refused row holds up only its own chunk.
