@@ -116,6 +116,37 @@ describe('the health port (HEALTH_PORT)', () => {
       await until('the 200', async () => (await fetch(`${url}/healthz`)).status === 200);
     });
 
+    it('keeps answering 200 through one failed ping (a busy event loop times its ping out), not through two in a row', async () => {
+      let failures = 0;
+      let holding: Promise<void> | null = null;
+      let release = () => {};
+      let held = false;
+      const url = await start(
+        probe({
+          ping: async () => {
+            if (failures > 0) {
+              failures--;
+              throw new Error('no answer to the ping in 2 s');
+            }
+            if (holding) {
+              held = true;
+              await holding;
+            }
+          },
+        }),
+      );
+      // One ping fails, and the next one is still on its way: the check answers as before.
+      holding = new Promise((resolve) => (release = () => resolve()));
+      failures = 1;
+      await until('the ping after the failed one', async () => held);
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      holding = null;
+      release();
+      // Two in a row: the database is down.
+      failures = 2;
+      await until('the 503', async () => (await fetch(`${url}/healthz`)).status === 503);
+    });
+
     it('fails once the main thread has been silent longer than the stall limit', async () => {
       const url = await start(probe(), 1000);
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
