@@ -7,15 +7,24 @@ export const findSession = (db: Db, sessionId: string) =>
 
 export type SessionRow = NonNullable<Awaited<ReturnType<typeof findSession>>>;
 
-export async function insertSession(
-  db: Db,
-  session: { session_id: string; client_ip: string | null; user_agent: string | null; referer: string | null; verified: boolean; now: string; expires_at: string },
-): Promise<void> {
+export interface NewSession {
+  session_id: string;
+  client_ip: string | null;
+  user_agent: string | null;
+  referer: string | null;
+  verified: boolean;
+  now: string;
+  expires_at: string;
+}
+
+/** The new session's row: seen, and verified when it is, now. */
+function sessionRow(session: NewSession) {
   const { now, ...values } = session;
-  await db
-    .insertInto('public_chat_sessions')
-    .values({ ...values, verified_at: session.verified ? now : null, first_seen_at: now, last_seen_at: now, created_at: now, updated_at: now })
-    .execute();
+  return { ...values, verified_at: session.verified ? now : null, first_seen_at: now, last_seen_at: now, created_at: now, updated_at: now };
+}
+
+export async function insertSession(db: Db, session: NewSession): Promise<void> {
+  await db.insertInto('public_chat_sessions').values(sessionRow(session)).execute();
 }
 
 /**
@@ -25,12 +34,9 @@ export async function insertSession(
  * request costs one round trip rather than a transaction of six and a read
  * (the counter rows locked in name order, as bumpCounters does).
  */
-export async function createSession(
-  database: Database,
-  session: { session_id: string; client_ip: string | null; user_agent: string | null; referer: string | null; verified: boolean; now: string; expires_at: string },
-): Promise<SessionRow> {
-  const { now, ...values } = session;
-  const row = { ...values, verified_at: session.verified ? now : null, first_seen_at: now, last_seen_at: now, created_at: now, updated_at: now };
+export async function createSession(database: Database, session: NewSession): Promise<SessionRow> {
+  const { now } = session;
+  const row = sessionRow(session);
   if (database.dialect === 'postgres') {
     const db = database.db;
     const created = db.insertInto('public_chat_sessions').values(row).returningAll();

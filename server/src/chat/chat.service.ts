@@ -163,7 +163,7 @@ export class ChatService implements LeasedWork {
     this.ensureEnabled();
     await this.#limit(`verify:${client.ip ?? 'unknown'}`, client.ip, VERIFY_ATTEMPTS_PER_MINUTE, CHAT_ERRORS.tooManyVerifications, 'too_many_verifications');
     const turnstile = this.#options.turnstile;
-    if (!this.verificationRequired() || !turnstile) return (await this.#session(sessionId, client)).session_id;
+    if (!this.verificationRequired() || !turnstile) return (await this.#session(sessionId, client)).session.session_id;
 
     const trimmed = token.trim();
     if (!trimmed) throw new AppError(400, 'invalid_token', CHAT_ERRORS.invalidToken);
@@ -183,13 +183,13 @@ export class ChatService implements LeasedWork {
       if (outcome.reason === 'invalid') throw new AppError(400, 'invalid_token', CHAT_ERRORS.invalidToken);
       throw new AppError(502, 'verification_unavailable', CHAT_ERRORS.verificationUnavailable);
     }
-    // A new session is created verified; one the visitor had is used now and marked so.
-    const existing = await this.findSession(sessionId);
-    if (!existing) return (await this.#newSession(client, { verified: true })).session_id;
-    const now = this.#now();
-    await this.#touch(existing, client, now);
-    await queries.markVerified(this.#db, existing.session_id, now.toISOString(), new Date(now.getTime() + SESSION_IDLE_MS).toISOString());
-    return existing.session_id;
+    // A new session is created verified; one the visitor had is marked so.
+    const { session, created } = await this.#session(sessionId, client, { verifiedIfNew: true });
+    if (!created) {
+      const now = this.#now();
+      await queries.markVerified(this.#db, session.session_id, now.toISOString(), new Date(now.getTime() + SESSION_IDLE_MS).toISOString());
+    }
+    return session.session_id;
   }
 
   /** A live session by id, or undefined when unknown or expired. */
@@ -254,7 +254,7 @@ export class ChatService implements LeasedWork {
     admission: { release(): void },
   ): Promise<ChatAnswer> {
     let session = await this.findSession(sessionId);
-    if (source === 'admin_chat') session ??= await this.#session(undefined, client);
+    if (source === 'admin_chat') session ??= (await this.#session(undefined, client)).session;
     if (!session) {
       if (this.verificationRequired()) throw forbidden(CHAT_ERRORS.notVerified, 'verification_required');
       throw unauthorized(CHAT_ERRORS.noSession, 'session_required');
@@ -654,26 +654,24 @@ export class ChatService implements LeasedWork {
     throw tooManyRequests(message, counted.retryAfterSeconds, code);
   }
 
-  /** The visitor's live session, or a new one. */
-  async #session(sessionId: string | undefined, client: ClientInfo): Promise<queries.SessionRow> {
+  /** The visitor's live session, used now, or a new one (counted, with its address; verified when `verifiedIfNew`). */
+  async #session(sessionId: string | undefined, client: ClientInfo, options: { verifiedIfNew?: boolean } = {}): Promise<{ session: queries.SessionRow; created: boolean }> {
     const existing = await this.findSession(sessionId);
-    if (!existing) return this.#newSession(client, { verified: false });
-    await this.#touch(existing, client, this.#now());
-    return existing;
-  }
-
-  /** A new session for the visitor (counted, with its address). */
-  #newSession(client: ClientInfo, options: { verified: boolean }): Promise<queries.SessionRow> {
     const now = this.#now();
-    return queries.createSession(this.#options.database, {
+    if (existing) {
+      await this.#touch(existing, client, now);
+      return { session: existing, created: false };
+    }
+    const session = await queries.createSession(this.#options.database, {
       session_id: randomBytes(24).toString('base64url'),
       client_ip: client.ip,
       user_agent: client.userAgent,
       referer: client.referer,
-      verified: options.verified,
+      verified: options.verifiedIfNew ?? false,
       now: now.toISOString(),
       expires_at: new Date(now.getTime() + SESSION_IDLE_MS).toISOString(),
     });
+    return { session, created: true };
   }
 
   /**
