@@ -290,10 +290,16 @@ function useConversationScroll(messages: ChatMessage[], restoredAt: number) {
     const box = containerRef.current;
     box?.scrollTo({ top: box.scrollHeight, behavior });
   }, []);
+  /** Where the box was scrolled to when its last scroll event was handled. */
+  const lastTop = useRef(0);
   const onScroll = () => {
+    const top = containerRef.current?.scrollTop ?? 0;
     const end = distanceToEnd() <= AT_END_SLACK;
-    stick.current = end;
-    setAtEnd(end);
+    // Only the visitor scrolling up leaves the end. The event of our own scroll to the end can be handled after the
+    // content grew again (a slow phone, a busy page): short of the new end then, it must not stop the following.
+    if (end || top < lastTop.current) stick.current = end;
+    lastTop.current = top;
+    setAtEnd(stick.current);
   };
 
   useLayoutEffect(() => {
