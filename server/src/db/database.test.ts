@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
+import { answeredWithin } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
 
 describe(`data layer on ${testDatabaseKind()}`, () => {
@@ -62,6 +63,24 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
     expect(await pragma('journal_mode')).toBe('wal');
     expect(await pragma('foreign_keys')).toBe(1);
     expect(await pragma('busy_timeout')).toBe(5000);
+  });
+
+  // A reply is I/O, read after the timers of the same turn of the event loop: a busy server once timed out pings
+  // the database had answered in time (on SQLite the reply comes within the call, so there is nothing to test).
+  it.runIf(testDatabaseKind() === 'postgres')('does not time out a ping the database answered while the event loop was busy', async () => {
+    const { database } = ctx.deps;
+    await database.ping();
+    for (let i = 0; i < 3; i++) {
+      const ping = database.ping(50);
+      const busyUntil = Date.now() + 200;
+      while (Date.now() < busyUntil); // the event loop held up, as by a crowd of requests, with the reply already on its way
+      await expect(ping).resolves.toBeUndefined();
+    }
+  });
+
+  it('times out an answer that does not come', async () => {
+    await expect(answeredWithin(new Promise(() => {}), 50)).rejects.toThrow('database did not answer within 50 ms');
+    await expect(answeredWithin(new Promise((resolve) => setTimeout(resolve, 10, 'in time')), 50)).resolves.toBe('in time');
   });
 
   it.runIf(testDatabaseKind() === 'postgres')('migrates its own schema while another schema of the database holds the same tables', async () => {

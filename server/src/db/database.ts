@@ -65,17 +65,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     dialect,
     sharedAs: url === 'sqlite::memory:' ? null : { url, schema: options.schema },
     transaction: (fn) => db.transaction().execute(fn),
-    async ping(timeoutMs = 2000) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`database did not answer within ${timeoutMs} ms`)), timeoutMs);
-      });
-      try {
-        await Promise.race([sql`select 1`.execute(db), timeout]);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    ping: (timeoutMs = 2000) => answeredWithin(sql`select 1`.execute(db), timeoutMs).then(() => undefined),
     checkpointer,
     async close() {
       // The checkpoint thread's connection closes first, so the server's, closing last, folds the whole log in.
@@ -84,6 +74,29 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
       logger?.debug('database closed');
     },
   };
+}
+
+/**
+ * `answer`, or an error once `timeoutMs` have passed without it. An answer
+ * that is already in (read from its socket) when the timer fires still
+ * counts: a reply is I/O, read after the timers of the same turn of the event
+ * loop, so a server busy for longer than `timeoutMs` would otherwise time
+ * out a database that answered at once.
+ */
+export async function answeredWithin<T>(answer: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let afterIo: NodeJS.Immediate | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      afterIo = setImmediate(() => reject(new Error(`database did not answer within ${timeoutMs} ms`)));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([answer, timeout]);
+  } finally {
+    clearTimeout(timer);
+    clearImmediate(afterIo);
+  }
 }
 
 function openSqlite(file: string): { db: Kysely<DB>; connection: NodeSqliteDatabase } {

@@ -19,12 +19,13 @@ export const HEALTH_BEAT_MS = 1000;
 export const HEALTH_STALL_LIMIT_MS = 15_000;
 
 /**
- * Failed pings in a row before the database counts as unreachable. The
- * ping's timeout is a timer of the main thread: when a crowd keeps the
- * event loop busy for longer than the timeout (3 s in a PostgreSQL burst,
- * bench/RESULTS.md), the timer fires before the answer, which was there, is
- * read, and a single ping fails with the database up. A database that is
- * down fails the next ping too, a second later.
+ * Failed pings in a row before the database counts as unreachable. One is
+ * not enough: in a crowd the main thread can be busy for longer than the
+ * ping's timeout (3 s in a PostgreSQL burst, bench/RESULTS.md). A reply
+ * already read when the timer fires still counts (answeredWithin), but one
+ * still on its way, or a database slow for a moment under the same crowd,
+ * fails a single ping with the database up. A database that is down fails
+ * the next ping too, a second later.
  */
 export const FAILED_PINGS_TO_FAIL = 2;
 
