@@ -28,6 +28,26 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
     expect(names.map((row) => row.name)).toEqual(['kept']);
   });
 
+  it('keeps statements from elsewhere out of an open transaction, and transactions apart', async () => {
+    const { database } = ctx.deps;
+    const setting = (name: string) => ({ name, value: '1', created_at: now() });
+    let outside: Promise<unknown> | undefined;
+    let second: Promise<unknown> | undefined;
+    await expect(
+      database.transaction(async (trx) => {
+        await trx.insertInto('app_settings').values(setting('inside')).execute();
+        // Issued while the transaction is open and awaiting: neither may become part of it.
+        outside = database.db.insertInto('app_settings').values(setting('outside')).execute();
+        second = database.transaction((other) => other.insertInto('app_settings').values(setting('second')).execute());
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    await Promise.all([outside, second]);
+    const names = await database.db.selectFrom('app_settings').select('name').where('name', 'in', ['inside', 'outside', 'second']).orderBy('name').execute();
+    expect(names.map((row) => row.name)).toEqual(['outside', 'second']);
+  });
+
   it('enforces foreign keys and cascades deletes', async () => {
     const { db } = ctx.deps.database;
     const admin = await db

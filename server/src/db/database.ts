@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { prepareRecurring, StatementNames } from './pg-prepared.ts';
-import { NodeSqliteDatabase } from './sqlite-adapter.ts';
+import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite-adapter.ts';
 import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
 import type { DB } from './schema/index.ts';
 
@@ -104,7 +104,7 @@ function openSqlite(file: string): { db: Kysely<DB>; connection: NodeSqliteDatab
   const database = new NodeSqliteDatabase(file);
   // WAL lets readers proceed while a write is in progress; NORMAL sync is safe with WAL.
   database.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma foreign_keys = on; pragma busy_timeout = 5000;');
-  return { db: new Kysely<DB>({ dialect: new SqliteDialect({ database }) }), connection: database };
+  return { db: new Kysely<DB>({ dialect: new NodeSqliteDialect(database) }), connection: database };
 }
 
 /**
