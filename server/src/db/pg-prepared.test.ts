@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
-import { MAX_PREPARED, PREPARE_AFTER, StatementNames, TextKeyed } from './pg-prepared.ts';
+import { MAX_PREPARED, PREPARE_AFTER, StatementNames } from './pg-prepared.ts';
+import { TextKeyed } from './text-keyed.ts';
 
 describe('statements prepared on PostgreSQL', () => {
   it('names a statement once it recurs, the same name every time after, and never transaction control', () => {

@@ -12,6 +12,7 @@ import {
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
+import { TextKeyed } from './text-keyed.ts';
 
 /**
  * Adapts Node's built-in `node:sqlite` to the statement interface Kysely's
@@ -25,7 +26,7 @@ import {
  */
 export class NodeSqliteDatabase implements SqliteDatabase {
   readonly #db: DatabaseSync;
-  readonly #cache = new Map<string, PreparedStatement>();
+  readonly #cache = new TextKeyed<PreparedStatement>();
   static readonly CACHE_SIZE = 500;
 
   constructor(filename: string) {
@@ -38,16 +39,12 @@ export class NodeSqliteDatabase implements SqliteDatabase {
 
   prepare(sql: string): SqliteStatement {
     let statement = this.#cache.get(sql);
-    if (statement) {
-      // Refresh its place in the LRU order.
-      this.#cache.delete(sql);
-    } else {
+    if (!statement) {
       statement = new PreparedStatement(this.#db.prepare(sql));
-      if (this.#cache.size >= NodeSqliteDatabase.CACHE_SIZE) {
-        this.#cache.delete(this.#cache.keys().next().value!);
-      }
+      // The product's statements are a few hundred texts at most; past that, start again rather than keep an order of use.
+      if (this.#cache.size >= NodeSqliteDatabase.CACHE_SIZE) this.#cache.clear();
+      this.#cache.set(sql, statement);
     }
-    this.#cache.set(sql, statement);
     return statement;
   }
 
