@@ -7,6 +7,7 @@ import { parseDuration } from '@concierge/contract';
 import type { Database } from '@concierge/server/src/db/database.ts';
 import { startBareChat } from './bare-chat.ts';
 import type { FromLoad, LoadSetup, RoundRequest, RoundResult, ToLoad } from './chat-load.ts';
+import { RoundProfiler } from './cpu-profile.ts';
 import { count, type Engine } from './engines.ts';
 import { percentile, type BenchResult } from './report.ts';
 
@@ -15,6 +16,9 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const QUESTIONS = (JSON.parse(readFileSync(path.join(ROOT, 'server/sample-data/questions.json'), 'utf8')) as { questions: { question: string }[] }).questions.map(
   (entry) => entry.question,
 );
+
+/** With BENCH_PROFILE=<dir>, each timed round's CPU profile of the server's thread goes there (cpu-profile.ts). */
+const PROFILE_DIR = process.env.BENCH_PROFILE;
 
 export interface ChatBenchOptions {
   /** Virtual users asking at once, each in a session of its own. */
@@ -143,6 +147,7 @@ const pct = (n: number) => `${Math.round(n * 100)} %`;
  * product, bare, …) and the figures are medians over rounds.
  */
 export async function benchChat(engine: Engine, report: (result: BenchResult) => void, options: ChatBenchOptions): Promise<void> {
+  const profiler = PROFILE_DIR ? new RoundProfiler(PROFILE_DIR) : null;
   const { worker, url: fakeUrl, apiKey } = await LoadWorker.start({ runDurationMs: options.runDurationMs });
   const cleanups: (() => Promise<void>)[] = [() => worker.close()];
   try {
@@ -188,11 +193,13 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
     }
     for (let round = 0; round < options.rounds; round++) {
       for (const side of ['product', 'bare'] as const) {
+        await profiler?.start();
         const loopBefore = performance.eventLoopUtilization();
         const cpuBefore = process.threadCpuUsage();
         const measured = await worker.round({ ...load, target: targets[side], questionsPerSession: options.questionsPerSession });
         const cpu = process.threadCpuUsage(cpuBefore);
         const result = { ...measured, serverUtilization: performance.eventLoopUtilization(loopBefore).utilization, serverCpuMs: (cpu.user + cpu.system) / 1000 };
+        await profiler?.stop(`${engine.name}-${side}-${round + 1}`);
         results[side].push(result);
         const f = figures(result);
         console.log(
