@@ -106,7 +106,8 @@ function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
 /**
  * Kysely's SQLite dialect on a NodeSqliteDatabase, without the lock Kysely
  * takes around every statement on a single connection (about 4 µs a
- * statement, a fifth of a simple one's cost). A statement runs within the
+ * statement: nearly half of what a simple UPDATE costs through Kysely,
+ * bench/RESULTS.md). A statement runs within the
  * call, so statements cannot overlap; only a transaction, which awaits
  * between its statements, must be kept apart, and the driver does that
  * itself: while one is open, statements from elsewhere wait until it commits
