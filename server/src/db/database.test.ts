@@ -49,6 +49,15 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
     expect(names.map((row) => row.name)).toEqual(['outside', 'second']);
   });
 
+  // Kysely streams from SQLite as its own driver did; PostgreSQL would need pg-cursor, which the product does not use.
+  it.runIf(testDatabaseKind() === 'sqlite')('streams rows from SQLite', async () => {
+    const { db } = ctx.deps.database;
+    await db.insertInto('app_settings').values(['streamed 1', 'streamed 2'].map((name) => ({ name, value: '1', created_at: now() }))).execute();
+    const names: string[] = [];
+    for await (const row of db.selectFrom('app_settings').select('name').where('name', 'like', 'streamed %').orderBy('name').stream()) names.push(row.name);
+    expect(names).toEqual(['streamed 1', 'streamed 2']);
+  });
+
   it('enforces foreign keys and cascades deletes', async () => {
     const { db } = ctx.deps.database;
     const admin = await db

@@ -15,9 +15,9 @@ import {
 import { TextKeyed } from './text-keyed.ts';
 
 /**
- * Adapts Node's built-in `node:sqlite` to the statement interface Kysely's
- * SqliteDialect expects (the shape better-sqlite3 has), so the embedded
- * database needs no compiled addon.
+ * Adapts Node's built-in `node:sqlite` to Kysely's SQLite statement interface
+ * (the shape better-sqlite3 has), which NodeSqliteDialect below runs, so the
+ * embedded database needs no compiled addon.
  *
  * Two conversions keep services dialect-agnostic:
  * - parameters: booleans become 1/0, Dates ISO strings, undefined null;
@@ -156,8 +156,8 @@ class NodeSqliteConnection implements DatabaseConnection {
     return this.#driver.run<R>(this, compiledQuery);
   }
 
-  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
-    throw new Error('streaming rows from SQLite is not supported; select in pages instead');
+  streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    return this.#driver.stream<R>(this, compiledQuery);
   }
 }
 
@@ -182,6 +182,12 @@ class NodeSqliteDriver implements Driver {
   async run<R>(connection: NodeSqliteConnection, compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     while (this.#inTransaction !== null && this.#inTransaction !== connection) await this.#transactionEnded();
     return this.#execute<R>(compiledQuery);
+  }
+
+  /** The rows one at a time, as Kysely's own SQLite driver streams them. */
+  async *stream<R>(connection: NodeSqliteConnection, { sql, parameters }: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    while (this.#inTransaction !== null && this.#inTransaction !== connection) await this.#transactionEnded();
+    for (const row of this.#database.prepare(sql).iterate(parameters)) yield { rows: [row as R] };
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
