@@ -1,3 +1,4 @@
+import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -47,6 +48,39 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
     await Promise.all([outside, second]);
     const names = await database.db.selectFrom('app_settings').select('name').where('name', 'in', ['inside', 'outside', 'second']).orderBy('name').execute();
     expect(names.map((row) => row.name)).toEqual(['outside', 'second']);
+  });
+
+  it.runIf(testDatabaseKind() === 'sqlite')('commits the writes of one turn together, each settling once it is on disk, a rollback undoing only its own', async () => {
+    const { database } = ctx.deps;
+    const setting = (name: string) => ({ name, value: '1', created_at: now() });
+    // Another connection sees only what is committed.
+    const reader = new DatabaseSync(ctx.database.url.slice('sqlite:'.length), { readOnly: true });
+    const committed = () => reader.prepare("select name from app_settings where name like 'turn %' order by name").all().map((row) => row.name);
+    try {
+      const settled = (write: Promise<unknown>) => write.then(committed);
+      const first = settled(database.db.insertInto('app_settings').values(setting('turn 1')).execute());
+      const kept = settled(database.transaction((trx) => trx.insertInto('app_settings').values(setting('turn 2')).execute()));
+      const dropped = database.transaction(async (trx) => {
+        await trx.insertInto('app_settings').values(setting('turn 3')).execute();
+        throw new Error('changed my mind');
+      });
+      const last = settled(database.db.updateTable('app_settings').set({ value: '2' }).where('name', '=', 'turn 1').execute());
+      await expect(dropped).rejects.toThrow('changed my mind');
+      // The first write settled with the later ones already on disk, in the same commit; the rolled-back one is not there.
+      expect(await first).toEqual(['turn 1', 'turn 2']);
+      expect(await kept).toEqual(['turn 1', 'turn 2']);
+      expect(await last).toEqual(['turn 1', 'turn 2']);
+      expect(reader.prepare("select value from app_settings where name = 'turn 1'").get()).toEqual({ value: '2' });
+      // A read sees the turn's writes before they are committed, as the same connection always has.
+      const pending = database.db.insertInto('app_settings').values(setting('turn 4')).execute();
+      const read = await database.db.selectFrom('app_settings').select('name').where('name', '=', 'turn 4').execute();
+      expect(read).toEqual([{ name: 'turn 4' }]);
+      expect(committed()).not.toContain('turn 4');
+      await pending;
+      expect(committed()).toContain('turn 4');
+    } finally {
+      reader.close();
+    }
   });
 
   // Kysely streams from SQLite as its own driver did; PostgreSQL would need pg-cursor, which the product does not use.

@@ -37,15 +37,20 @@ export class NodeSqliteDatabase implements SqliteDatabase {
     this.#db.exec(sql);
   }
 
-  prepare(sql: string): SqliteStatement {
+  prepare(sql: string): PreparedStatement {
     let statement = this.#cache.get(sql);
     if (!statement) {
-      statement = new PreparedStatement(this.#db.prepare(sql));
+      statement = new PreparedStatement(this.#db.prepare(sql), kindOf(sql));
       // The product's statements are a few hundred texts at most; past that, start again rather than keep an order of use.
       if (this.#cache.size >= NodeSqliteDatabase.CACHE_SIZE) this.#cache.clear();
       this.#cache.set(sql, statement);
     }
     return statement;
+  }
+
+  /** A transaction is open on the connection (SQLite ends one by itself after some errors). */
+  get inTransaction(): boolean {
+    return this.#db.isTransaction;
   }
 
   close(): void {
@@ -56,13 +61,32 @@ export class NodeSqliteDatabase implements SqliteDatabase {
 
 type Row = Record<string, unknown>;
 
+/**
+ * What a statement does, as far as transactions go (NodeSqliteDriver):
+ * - `read`: reads only, and may run inside an open transaction;
+ * - `write`: changes rows, and may share a transaction with other writes;
+ * - `alone`: must not run inside a transaction (VACUUM, most pragmas) or
+ *   changes the schema: it runs on its own, after the writes before it.
+ */
+export type StatementKind = 'read' | 'write' | 'alone';
+
+function kindOf(sql: string): StatementKind {
+  const verb = /^\s*([a-z]+)/i.exec(sql)?.[1]?.toLowerCase();
+  if (verb === 'select' || verb === 'explain') return 'read';
+  // A `with` may only read; it is taken as a write, which is only slower.
+  if (verb === 'insert' || verb === 'update' || verb === 'delete' || verb === 'replace' || verb === 'with') return 'write';
+  return 'alone';
+}
+
 class PreparedStatement implements SqliteStatement {
   readonly reader: boolean;
+  readonly kind: StatementKind;
   readonly #statement: StatementSync;
   readonly #booleanColumns: string[];
 
-  constructor(statement: StatementSync) {
+  constructor(statement: StatementSync, kind: StatementKind) {
     this.#statement = statement;
+    this.kind = kind;
     const columns = statement.columns();
     this.reader = columns.length > 0;
     this.#booleanColumns = columns.filter((column) => column.type?.toLowerCase() === 'boolean').map((column) => column.name);
@@ -103,15 +127,12 @@ function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   });
 }
 
+
 /**
- * Kysely's SQLite dialect on a NodeSqliteDatabase, without the lock Kysely
- * takes around every statement on a single connection (about 4 µs a
- * statement: nearly half of what a simple UPDATE costs through Kysely,
- * bench/RESULTS.md). A statement runs within the
- * call, so statements cannot overlap; only a transaction, which awaits
- * between its statements, must be kept apart, and the driver does that
- * itself: while one is open, statements from elsewhere wait until it commits
- * or rolls back, so none of them runs inside it.
+ * Kysely's SQLite dialect on a NodeSqliteDatabase (NodeSqliteDriver below):
+ * without the lock Kysely takes around every statement on a single
+ * connection, and with the writes of one turn of the event loop committed
+ * together.
  */
 export class NodeSqliteDialect implements Dialect {
   readonly #database: NodeSqliteDatabase;
@@ -161,11 +182,52 @@ class NodeSqliteConnection implements DatabaseConnection {
   }
 }
 
+/** One SQLite transaction that the writes of a turn of the event loop share. */
+interface SharedCommit {
+  /** Settles when the transaction has committed, or rejects with why it did not. */
+  readonly done: Promise<void>;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+// Takes the write lock at once: a transaction that read first could not write once another connection had committed.
+const BEGIN = CompiledQuery.raw('begin immediate');
+const COMMIT = CompiledQuery.raw('commit');
+const SAVEPOINT = CompiledQuery.raw('savepoint unit');
+const RELEASE = CompiledQuery.raw('release unit');
+const ROLLBACK_TO = CompiledQuery.raw('rollback to unit');
+
+/**
+ * Runs Kysely's statements and transactions on the one SQLite connection.
+ *
+ * No lock per statement (about 4 µs each through Kysely's, nearly half of
+ * what a simple UPDATE costs; bench/RESULTS.md): a statement runs within the
+ * call, so statements cannot overlap. Only a transaction, which awaits
+ * between its statements, must be kept apart: while one is open, statements
+ * from elsewhere wait until it ends, so none of them runs inside it.
+ *
+ * Shared commits: a commit's fixed cost (about 70 µs, most of a small
+ * transaction's) is paid once per turn of the event loop rather than once
+ * per write. The first write of a turn (a transaction, or an INSERT, UPDATE
+ * or DELETE of its own) begins a SQLite transaction; each of Kysely's
+ * transactions runs in a savepoint of it, so a rollback undoes only its own
+ * statements; at the end of the turn (`setImmediate`, or as the transaction
+ * open then ends) it commits. Every write's promise settles only then, so a
+ * write that resolved is on disk as before, and when the commit fails each of
+ * them sees the error. Reads run at once, inside the shared transaction when
+ * one is open (seeing the turn's writes, as a read after a commit would).
+ * Statements that cannot run in a transaction (VACUUM, pragmas, schema
+ * changes) commit the turn's writes first.
+ */
 class NodeSqliteDriver implements Driver {
   readonly #database: NodeSqliteDatabase;
-  /** The connection whose transaction is open, if any. */
+  /** The connection whose transaction (a savepoint of the shared one) is open, if any. */
   #inTransaction: NodeSqliteConnection | null = null;
   #waiting: (() => void)[] = [];
+  /** The SQLite transaction of this turn's writes, while open. */
+  #shared: SharedCommit | null = null;
+  /** The turn ended while a transaction was open in the shared one: it commits as that transaction ends. */
+  #commitWhenFree = false;
 
   constructor(database: NodeSqliteDatabase) {
     this.#database = database;
@@ -181,7 +243,17 @@ class NodeSqliteDriver implements Driver {
 
   async run<R>(connection: NodeSqliteConnection, compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     while (this.#inTransaction !== null && this.#inTransaction !== connection) await this.#transactionEnded();
-    return this.#execute<R>(compiledQuery);
+    if (this.#inTransaction === connection) return this.#execute<R>(compiledQuery);
+    const statement = this.#database.prepare(compiledQuery.sql);
+    if (statement.kind === 'read') return this.#execute<R>(compiledQuery, statement);
+    if (statement.kind === 'alone') {
+      this.#commitShared();
+      return this.#execute<R>(compiledQuery, statement);
+    }
+    const shared = this.#openShared();
+    const result = this.#execute<R>(compiledQuery, statement);
+    await shared.done;
+    return result;
   }
 
   /** The rows one at a time, as Kysely's own SQLite driver streams them. */
@@ -192,33 +264,88 @@ class NodeSqliteDriver implements Driver {
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
     while (this.#inTransaction !== null) await this.#transactionEnded();
-    this.#execute(CompiledQuery.raw('begin'));
+    this.#openShared();
+    this.#execute(SAVEPOINT);
     this.#inTransaction = connection as NodeSqliteConnection;
   }
 
-  async commitTransaction(): Promise<void> {
-    // A commit that fails (another connection holds the database) leaves the transaction open: Kysely rolls it back next.
-    this.#execute(CompiledQuery.raw('commit'));
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    if (this.#inTransaction !== connection) throw new Error('no transaction of this connection is open');
+    const shared = this.#shared;
+    // A release that fails leaves the transaction open: Kysely rolls it back next.
+    this.#execute(RELEASE);
     this.#endTransaction();
+    if (!shared) throw new Error('the transaction was rolled back by SQLite');
+    await shared.done;
   }
 
-  async rollbackTransaction(): Promise<void> {
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    // Kysely also rolls back a transaction whose shared commit failed: it has ended already.
+    if (this.#inTransaction !== connection) return;
     try {
-      this.#execute(CompiledQuery.raw('rollback'));
+      // After some errors SQLite has rolled back the whole transaction itself (#execute noted it).
+      if (this.#database.inTransaction) {
+        this.#execute(ROLLBACK_TO);
+        this.#execute(RELEASE);
+      }
     } finally {
       this.#endTransaction();
     }
   }
 
   async destroy(): Promise<void> {
+    this.#commitShared();
     this.#database.close();
   }
 
-  #execute<R>({ sql, parameters }: CompiledQuery): QueryResult<R> {
-    const statement = this.#database.prepare(sql);
-    if (statement.reader) return { rows: statement.all(parameters) as R[] };
-    const { changes, lastInsertRowid } = statement.run(parameters);
-    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+  #execute<R>({ sql, parameters }: CompiledQuery, statement = this.#database.prepare(sql)): QueryResult<R> {
+    try {
+      if (statement.reader) return { rows: statement.all(parameters) as R[] };
+      const { changes, lastInsertRowid } = statement.run(parameters);
+      return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
+    } catch (error) {
+      // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction back: every write in it is lost.
+      if (this.#shared && !this.#database.inTransaction) this.#failShared(error);
+      throw error;
+    }
+  }
+
+  #openShared(): SharedCommit {
+    if (this.#shared) return this.#shared;
+    this.#execute(BEGIN);
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    // Writes that failed at once do not wait for the commit; a failed commit with nobody waiting is no unhandled error.
+    promise.catch(() => {});
+    const shared: SharedCommit = { done: promise, resolve, reject };
+    this.#shared = shared;
+    setImmediate(() => {
+      if (this.#shared !== shared) return;
+      if (this.#inTransaction) this.#commitWhenFree = true;
+      else this.#commitShared();
+    });
+    return shared;
+  }
+
+  #commitShared(): void {
+    const shared = this.#shared;
+    if (!shared) return;
+    this.#shared = null;
+    this.#commitWhenFree = false;
+    try {
+      this.#execute(COMMIT);
+      shared.resolve();
+    } catch (error) {
+      // A commit that fails (another connection holds the database past the busy timeout) leaves the transaction open.
+      if (this.#database.inTransaction) this.#database.exec('rollback');
+      shared.reject(error);
+    }
+  }
+
+  #failShared(error: unknown): void {
+    const shared = this.#shared;
+    this.#shared = null;
+    this.#commitWhenFree = false;
+    shared?.reject(error);
   }
 
   #transactionEnded(): Promise<void> {
@@ -227,6 +354,7 @@ class NodeSqliteDriver implements Driver {
 
   #endTransaction(): void {
     this.#inTransaction = null;
+    if (this.#commitWhenFree) this.#commitShared();
     const waiting = this.#waiting;
     this.#waiting = [];
     // In the order they came: statements run, and the first waiting transaction begins and holds the rest again.
