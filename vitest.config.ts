@@ -9,7 +9,8 @@ const serverSuite = (name: string, db: 'sqlite' | 'postgres') => ({
   test: {
     name,
     include: ['server/src/**/*.test.ts', 'contract/src/**/*.test.ts'],
-    env: { TEST_DB: db },
+    // Every templated statement is also built by Kysely and compared (StatementTemplate).
+    env: { TEST_DB: db, CONCIERGE_CHECK_TEMPLATES: '1' },
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
@@ -24,6 +25,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['e2e/src/**/*.test.ts'],
+          env: { CONCIERGE_CHECK_TEMPLATES: '1' },
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,

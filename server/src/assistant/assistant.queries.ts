@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Database, Db } from '../db/database.ts';
+import { StatementTemplate } from '../db/statement-template.ts';
 import { PROVIDER_LOG_TABLE, type ProviderStep } from '../db/schema/assistant.ts';
 
 export interface ProviderLogRow {
@@ -20,13 +21,23 @@ export interface ProviderLogRow {
 /** Rows written in one statement at most on PostgreSQL by insertProviderLogBatch (14 parameters each, well under its 65,535). */
 const MAX_ROWS_IN_ONE_STATEMENT = 1000;
 
-const insertRows = (db: Db, step: ProviderStep, rows: ProviderLogRow[]) =>
-  db.insertInto(PROVIDER_LOG_TABLE[step]).values(rows.map((row) => ({ ask_command_id: null, ...row, created_at: row.request_ended, updated_at: row.request_ended })));
+const stored = (rows: ProviderLogRow[]) => rows.map((row) => ({ ask_command_id: null, ...row, created_at: row.request_ended, updated_at: row.request_ended }));
+
+type StoredRow = ReturnType<typeof stored>[number];
+
+const insertStored = (db: Db, step: ProviderStep, rows: StoredRow[]) => db.insertInto(PROVIDER_LOG_TABLE[step]).values(rows);
+
+const insertRows = (db: Db, step: ProviderStep, rows: ProviderLogRow[]) => insertStored(db, step, stored(rows));
+
+/** The INSERT of each log table, built once per number of rows (StatementTemplate). */
+const insertStatements = new Map(
+  (Object.keys(PROVIDER_LOG_TABLE) as ProviderStep[]).map((step) => [step, new StatementTemplate((db, { rows }: { rows: StoredRow[] }) => insertStored(db, step, rows))]),
+);
 
 /** Several rows of one log table in one statement (ProviderLogWriter's batches). */
 export async function insertProviderLogs(db: Db, step: ProviderStep, rows: ProviderLogRow[]): Promise<void> {
   if (rows.length === 0) return;
-  await insertRows(db, step, rows).execute();
+  await insertStatements.get(step)!.execute(db, { rows: stored(rows) });
 }
 
 /**

@@ -1,11 +1,19 @@
 import { sql, type Expression, type SqlBool } from 'kysely';
 import type { Database, Db } from '../db/database.ts';
+import { StatementTemplate } from '../db/statement-template.ts';
 import type { ChatRole } from '../db/schema/chat.ts';
 
-export const findSession = (db: Db, sessionId: string) =>
-  db.selectFrom('public_chat_sessions').selectAll().where('session_id', '=', sessionId).executeTakeFirst();
+const sessionById = (db: Db, sessionId: string) => db.selectFrom('public_chat_sessions').selectAll().where('session_id', '=', sessionId);
 
-export type SessionRow = NonNullable<Awaited<ReturnType<typeof findSession>>>;
+export type SessionRow = NonNullable<Awaited<ReturnType<ReturnType<typeof sessionById>['executeTakeFirst']>>>;
+
+// The hot path's statements are built once (StatementTemplate); the builders stay beside them.
+const findSessionStatement = new StatementTemplate((db, { sessionId }: { sessionId: string }) => sessionById(db, sessionId));
+
+export async function findSession(db: Db, sessionId: string): Promise<SessionRow | undefined> {
+  const { rows } = await findSessionStatement.execute<SessionRow>(db, { sessionId });
+  return rows[0];
+}
 
 export interface NewSession {
   session_id: string;
@@ -74,12 +82,18 @@ export const markVerified = (db: Db, sessionId: string, now: string, expiresAt: 
     .where('session_id', '=', sessionId)
     .execute();
 
-export const touchSession = (db: Db, sessionId: string, client: { client_ip: string | null; user_agent: string | null }, now: string, expiresAt: string) =>
+type SessionSeen = { sessionId: string; client_ip: string | null; user_agent: string | null; now: string; expiresAt: string };
+
+const touchSessionStatement = new StatementTemplate((db, { sessionId, client_ip, user_agent, now, expiresAt }: SessionSeen) =>
   db
     .updateTable('public_chat_sessions')
-    .set({ ...client, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now })
-    .where('session_id', '=', sessionId)
-    .execute();
+    .set({ client_ip, user_agent, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now })
+    .where('session_id', '=', sessionId),
+);
+
+export async function touchSession(db: Db, sessionId: string, client: { client_ip: string | null; user_agent: string | null }, now: string, expiresAt: string): Promise<void> {
+  await touchSessionStatement.execute(db, { sessionId, ...client, now, expiresAt });
+}
 
 /**
  * touchSession and claimInFlight in one write (the hot path): marks the
@@ -94,14 +108,17 @@ async function touchAndClaimSession(
   expiresAt: string,
   staleBefore: string,
 ): Promise<boolean> {
-  const result = await db
-    .updateTable('public_chat_sessions')
-    .set({ ...client, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now, in_flight_since: now })
-    .where('session_id', '=', sessionId)
-    .where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', staleBefore)]))
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+  const result = await touchAndClaimStatement.execute(db, { sessionId, ...client, now, expiresAt, staleBefore });
+  return Number(result.numAffectedRows) === 1;
 }
+
+const touchAndClaimStatement = new StatementTemplate((db, { sessionId, client_ip, user_agent, now, expiresAt, staleBefore }: SessionSeen & { staleBefore: string }) =>
+  db
+    .updateTable('public_chat_sessions')
+    .set({ client_ip, user_agent, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now, in_flight_since: now })
+    .where('session_id', '=', sessionId)
+    .where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', staleBefore)])),
+);
 
 /** Takes the session's single in-flight slot; false when a request already holds it (a stale hold is taken over). */
 export async function claimInFlight(db: Db, sessionId: string, now: string, staleBefore: string): Promise<boolean> {
@@ -163,7 +180,13 @@ export async function storeThread(database: Database, thread: { sessionId: strin
   });
 }
 
-export const recordExchangeOnSession = (...args: Parameters<typeof exchangeOnSession>) => exchangeOnSession(...args).execute();
+const exchangeStatement = new StatementTemplate((db, { sessionId, outcome, now }: { sessionId: string; outcome: ExchangeOutcome; now: string }) =>
+  exchangeOnSession(db, sessionId, outcome, now),
+);
+
+export async function recordExchangeOnSession(db: Db, sessionId: string, outcome: ExchangeOutcome, now: string): Promise<void> {
+  await exchangeStatement.execute(db, { sessionId, outcome, now });
+}
 
 type ExchangeOutcome = { prompt_tokens: number; completion_tokens: number; total_tokens: number; error: string | null };
 
@@ -213,13 +236,13 @@ export async function insertMessage(
   },
 ): Promise<number> {
   const { now, ...values } = message;
-  const row = await db
-    .insertInto('public_chat_messages')
-    .values({ ...values, created_at: now, updated_at: now })
-    .returning('id')
-    .executeTakeFirstOrThrow();
-  return row.id;
+  const { rows } = await insertMessageStatement.execute<{ id: number }>(db, { row: { ...values, created_at: now, updated_at: now } });
+  return rows[0]!.id;
 }
+
+type NewMessageRow = Omit<MessageValues, 'now'> & { created_at: string; updated_at: string };
+
+const insertMessageStatement = new StatementTemplate((db, { row }: { row: NewMessageRow }) => db.insertInto('public_chat_messages').values(row).returning('id'));
 
 export const updateMessage = (
   db: Db,
@@ -247,9 +270,13 @@ export const updateMessage = (
 
 /** Updates a question only while `owner` still holds it; false when another process took it over. */
 export async function updateOwnedMessage(db: Db, id: number, owner: string, changes: Parameters<typeof updateMessage>[2]): Promise<boolean> {
-  const result = await db.updateTable('public_chat_messages').set(changes).where('id', '=', id).where('owner', '=', owner).executeTakeFirst();
-  return Number(result.numUpdatedRows) === 1;
+  const result = await updateOwnedStatement.execute(db, { id, owner, changes });
+  return Number(result.numAffectedRows) === 1;
 }
+
+const updateOwnedStatement = new StatementTemplate((db, { id, owner, changes }: { id: number; owner: string; changes: Parameters<typeof updateMessage>[2] }) =>
+  db.updateTable('public_chat_messages').set(changes).where('id', '=', id).where('owner', '=', owner),
+);
 
 /** How far a question got at the provider (DESIGN §6), stored so that a restart resumes it instead of asking again. */
 export interface ProgressMark {
@@ -481,12 +508,15 @@ export async function deleteOldChatRecords(db: Db, cutoffs: { spentTokensBefore:
 export async function bumpCounters(db: Db, deltas: Record<string, number>): Promise<void> {
   const rows = counterRows(deltas);
   if (rows.length === 0) return;
-  await db
+  await bumpCountersStatement.execute(db, { rows });
+}
+
+const bumpCountersStatement = new StatementTemplate((db, { rows }: { rows: { name: string; value: number }[] }) =>
+  db
     .insertInto('public_chat_counters')
     .values(rows)
-    .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })))
-    .execute();
-}
+    .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) }))),
+);
 
 /** The counter changes as rows, zeros left out, in name order (the order their rows are locked in). */
 const counterRows = (deltas: Record<string, number>) =>
@@ -667,7 +697,7 @@ export async function storeOutcome(
   return database.transaction(async (trx) => {
     if (!(await updateOwnedMessage(trx, outcome.messageId, outcome.owner, outcome.changes))) return false;
     if (outcome.answer) await insertMessage(trx, outcome.answer);
-    await exchangeOnSession(trx, outcome.sessionId, outcome.exchange, outcome.now).execute();
+    await recordExchangeOnSession(trx, outcome.sessionId, outcome.exchange, outcome.now);
     await bumpCounters(trx, outcome.counters);
     return true;
   });

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.ts';
+import { StatementTemplate } from '../db/statement-template.ts';
 
 export interface WindowRow {
   identifier: string;
@@ -24,7 +25,14 @@ export async function countInWindows(db: Db, windows: WindowRow[], now: string):
   const rows = [...windows]
     .sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0))
     .map((row) => ({ ...row, request_count: 1, limited: row.max_requests < 1, limited_at: row.max_requests < 1 ? now : null, created_at: now, updated_at: now }));
-  return db
+  const { rows: counted } = await countStatement.execute<{ identifier: string; request_count: number; max_requests: number }>(db, { rows, now });
+  return counted;
+}
+
+type CountedRow = WindowRow & { request_count: number; limited: boolean; limited_at: string | null; created_at: string; updated_at: string };
+
+const countStatement = new StatementTemplate((db, { rows, now }: { rows: CountedRow[]; now: string }) =>
+  db
     .insertInto('public_chat_rate_limits')
     .values(rows)
     .onConflict((conflict) =>
@@ -40,9 +48,8 @@ export async function countInWindows(db: Db, windows: WindowRow[], now: string):
         };
       }),
     )
-    .returning(['identifier', 'request_count', 'max_requests'])
-    .execute();
-}
+    .returning(['identifier', 'request_count', 'max_requests']),
+);
 
 /**
  * Takes back one request counted in the identifier's window (a request

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { checkCommands, checkMessage, checkModal, FormErrors } from './limits.ts';
 
@@ -914,6 +914,15 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   });
   const wss = new WebSocketServer({ server });
   wss.on('connection', handleSocket);
+  // Every socket, upgraded ones included (closeAllConnections leaves those out), so that close() ends them all,
+  // and any a reconnecting client opens while it runs.
+  const sockets = new Set<Socket>();
+  let closing = false;
+  server.on('connection', (socket) => {
+    if (closing) return void socket.destroy();
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const base = `http://127.0.0.1:${port}`;
@@ -1085,9 +1094,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       }
     },
     async close() {
+      closing = true;
       for (const client of wss.clients) client.terminate();
+      for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
-      server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
