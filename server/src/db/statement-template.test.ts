@@ -14,12 +14,12 @@ describe(`statement templates on ${testDatabaseKind()}`, () => {
 
   /** Runs `fn` without the test suites' check, which builds every statement again with Kysely. */
   async function unchecked<T>(fn: () => Promise<T>): Promise<T> {
-    const check = process.env.CONCIERGE_CHECK_TEMPLATES;
-    delete process.env.CONCIERGE_CHECK_TEMPLATES;
+    const check = StatementTemplate.check;
+    StatementTemplate.check = false;
     try {
       return await fn();
     } finally {
-      if (check !== undefined) process.env.CONCIERGE_CHECK_TEMPLATES = check;
+      StatementTemplate.check = check;
     }
   }
 
@@ -63,7 +63,7 @@ describe(`statement templates on ${testDatabaseKind()}`, () => {
   });
 
   it('refuses, where templates are checked (the tests), a build that computes with its values', async () => {
-    expect(process.env.CONCIERGE_CHECK_TEMPLATES).toBe('1');
+    expect(StatementTemplate.check).toBe(true);
     // The stand-ins are not numbers: the template would keep the first call's result for every call.
     const wrong = new StatementTemplate((kysely, { name, length }: { name: string; length: number }) =>
       kysely.selectFrom('app_settings').select('name').where('name', '=', name).limit(Number(length) > 0 ? 1 : 2),

@@ -37,14 +37,16 @@ export type TemplateValues = { readonly [key: string]: unknown };
  * and passed as one. The shape (the records' keys and the arrays' lengths) is
  * part of the key the compiled statement is kept under, per database dialect.
  *
- * With CONCIERGE_CHECK_TEMPLATES=1 (the test suites) every run also builds
- * the statement with the real values and throws if Kysely compiles it to
- * anything else.
+ * With CONCIERGE_CHECK_TEMPLATES=1 in the environment as the process starts
+ * (the test suites set it) every run also builds the statement with the
+ * real values and throws if Kysely compiles it to anything else.
  */
 export class StatementTemplate<V extends TemplateValues> {
   readonly #build: (db: Db, values: V) => Compilable<unknown>;
   readonly #compiled = new WeakMap<DialectAdapter, Map<string, Compiled>>();
   static readonly MAX_SHAPES = 200;
+  /** Check every run against Kysely's own compile (read once: the environment is slow to read on every statement). */
+  static check = process.env.CONCIERGE_CHECK_TEMPLATES === '1';
 
   constructor(build: (db: Db, values: V) => Compilable<unknown>) {
     this.#build = build;
@@ -66,7 +68,7 @@ export class StatementTemplate<V extends TemplateValues> {
     }
     const parameters = compiled.parameters.map((parameter) => (parameter instanceof Slot ? leaves[parameter.index] : parameter));
     const query: CompiledQuery<R> = { sql: compiled.sql, query: compiled.query, parameters, queryId: createQueryId() };
-    if (process.env.CONCIERGE_CHECK_TEMPLATES === '1') checkAgainstKysely(this.#build(db, values).compile(), query);
+    if (StatementTemplate.check) checkAgainstKysely(this.#build(db, values).compile(), query);
     return db.executeQuery(query);
   }
 }
@@ -82,7 +84,8 @@ function shapeOf(value: unknown, leaves: unknown[]): string {
     let shape = '{';
     for (const key in value) {
       const item = value[key];
-      if (item !== undefined) shape += `${JSON.stringify(key)}:${shapeOf(item, leaves)},`;
+      // Keys are column and field names: no quoting needed for the shape to be unambiguous.
+      if (item !== undefined) shape += `${key}:${shapeOf(item, leaves)},`;
     }
     return `${shape}}`;
   }
