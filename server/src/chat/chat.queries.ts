@@ -170,7 +170,7 @@ export async function storeThread(database: Database, thread: { sessionId: strin
     const db = database.db;
     const threaded = db.updateTable('public_chat_sessions').set({ thread_id: threadId, updated_at: now }).where('session_id', '=', sessionId);
     const owned = db.updateTable('public_chat_messages').set(marked).where('id', '=', messageId).where('owner', '=', owner);
-    await sql`with threaded as (${threaded}), owned as (${owned}), counted as (${bumpCountersWhen(db, { thread_count: 1 }, sql<SqlBool>`true`)}) select 1`.execute(db);
+    await sql`with threaded as (${threaded}), owned as (${owned}), counted as (${bumpCountersWhen(db, countersAsJson({ thread_count: 1 })!, sql<SqlBool>`true`)}) select 1`.execute(db);
     return;
   }
   await database.transaction(async (trx) => {
@@ -579,37 +579,103 @@ export async function noteLimited(db: Db, identifier: string, now: string): Prom
 /** `exists (select 1 from <cte>)`: the guard of the CTEs that depend on the first one. */
 const wrote = (cte: string) => sql<SqlBool>`exists (select 1 from ${sql.table(cte)})`;
 
-/** INSERT … SELECT of one public_chat_messages row (given as JSON) when `guard` holds. */
-function insertMessageWhen(db: Db, message: MessageValues, guard: Expression<SqlBool>) {
+/** A new public_chat_messages row as the CTEs insert it: its columns (the keys of `row`) and its values as JSON. */
+interface MessageAsJson {
+  row: NewMessageRow;
+  json: string;
+}
+
+function messageAsJson(message: MessageValues): MessageAsJson {
   const { now, ...values } = message;
-  const row: Record<string, unknown> = { ...values, created_at: now, updated_at: now };
-  const columns = Object.keys(row).filter((column) => row[column] !== undefined) as (keyof typeof row & 'content')[];
+  const row = { ...values, created_at: now, updated_at: now };
+  return { row, json: JSON.stringify(row) };
+}
+
+/** INSERT … SELECT of one public_chat_messages row (given as JSON) when `guard` holds. */
+function insertMessageWhen(db: Db, message: MessageAsJson, guard: Expression<SqlBool>) {
+  // A key whose value is undefined is no column (StatementTemplate leaves such keys out of what the build sees).
+  const columns = Object.keys(message.row).filter((column) => message.row[column as keyof NewMessageRow] !== undefined) as (keyof NewMessageRow & 'content')[];
   return db
     .insertInto('public_chat_messages')
     .columns(columns)
     .expression(
       db
-        .selectFrom(sql`json_populate_record(null::public_chat_messages, ${JSON.stringify(row)}::json)`.as('r'))
+        .selectFrom(sql`json_populate_record(null::public_chat_messages, ${message.json}::json)`.as('r'))
         .select(columns.map((column) => sql.ref(`r.${column}`).as(column)))
         .where(guard),
     );
 }
 
-/** The counter upsert of bumpCounters (rows given as JSON) when `guard` holds; null when there is nothing to add. */
-function bumpCountersWhen(db: Db, deltas: Record<string, number>, guard: Expression<SqlBool>) {
+/** The counter changes of bumpCounters as JSON rows for bumpCountersWhen; undefined when there is nothing to add. */
+function countersAsJson(deltas: Record<string, number>): string | undefined {
   const rows = counterRows(deltas);
-  if (rows.length === 0) return null;
+  return rows.length === 0 ? undefined : JSON.stringify(rows);
+}
+
+/** The counter upsert of bumpCounters (rows given as JSON, countersAsJson) when `guard` holds. */
+function bumpCountersWhen(db: Db, rowsJson: string, guard: Expression<SqlBool>) {
   return db
     .insertInto('public_chat_counters')
     .columns(['name', 'value'])
     .expression(
       db
-        .selectFrom(sql`json_populate_recordset(null::public_chat_counters, ${JSON.stringify(rows)}::json)`.as('c'))
+        .selectFrom(sql`json_populate_recordset(null::public_chat_counters, ${rowsJson}::json)`.as('c'))
         .select([sql.ref<string>('c.name').as('name'), sql.ref<number>('c.value').as('value')])
         .where(guard),
     )
     .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })));
 }
+
+/** insertQuestion's statement on PostgreSQL; `claimStaleBefore` and `counters` are left out when there is none. */
+const insertQuestionStatement = new StatementTemplate(
+  (
+    db,
+    v: {
+      sessionId: string;
+      seen: { client_ip: string | null; user_agent: string | null };
+      now: string;
+      expiresAt: string;
+      claimStaleBefore?: string;
+      message: MessageAsJson;
+      counters?: string;
+    },
+  ) => {
+    const claimed = db
+      .updateTable('public_chat_sessions')
+      .set({ ...v.seen, active: true, last_seen_at: v.now, expires_at: v.expiresAt, updated_at: v.now, ...(v.claimStaleBefore === undefined ? {} : { in_flight_since: v.now }) })
+      .where('session_id', '=', v.sessionId)
+      .$if(v.claimStaleBefore !== undefined, (update) => update.where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', v.claimStaleBefore!)])))
+      .returning('session_id');
+    const counters = v.counters === undefined ? null : bumpCountersWhen(db, v.counters, wrote('claimed'));
+    return sql<{ id: number }>`with claimed as (${claimed}), inserted as (${insertMessageWhen(db, v.message, wrote('claimed')).returning('id')})${
+      counters ? sql`, counted as (${counters})` : sql``
+    } select id from inserted`;
+  },
+);
+
+/** storeOutcome's statement on PostgreSQL; `answer` and `counters` are left out when there is none. */
+const storeOutcomeStatement = new StatementTemplate(
+  (
+    db,
+    v: {
+      messageId: number;
+      owner: string;
+      changes: Parameters<typeof updateMessage>[2];
+      answer?: MessageAsJson;
+      sessionId: string;
+      exchange: ExchangeOutcome;
+      now: string;
+      counters?: string;
+    },
+  ) => {
+    const owned = db.updateTable('public_chat_messages').set(v.changes).where('id', '=', v.messageId).where('owner', '=', v.owner).returning('id');
+    const parts = [sql`owned as (${owned})`];
+    if (v.answer) parts.push(sql`answer as (${insertMessageWhen(db, v.answer, wrote('owned'))})`);
+    parts.push(sql`exchanged as (${exchangeOnSession(db, v.sessionId, v.exchange, v.now).where(wrote('owned'))})`);
+    if (v.counters !== undefined) parts.push(sql`counted as (${bumpCountersWhen(db, v.counters, wrote('owned'))})`);
+    return sql<{ id: number }>`with ${sql.join(parts)} select id from owned`;
+  },
+);
 
 /**
  * Stores a question with its session touched (and, with `claimStaleBefore`,
@@ -631,18 +697,15 @@ export async function insertQuestion(
   const { session, claimStaleBefore } = question;
   const seen = { client_ip: session.client_ip, user_agent: session.user_agent };
   if (database.dialect === 'postgres' && !question.newClientIp) {
-    const db = database.db;
-    const claimed = db
-      .updateTable('public_chat_sessions')
-      .set({ ...seen, active: true, last_seen_at: session.now, expires_at: session.expires_at, updated_at: session.now, ...(claimStaleBefore === null ? {} : { in_flight_since: session.now }) })
-      .where('session_id', '=', session.session_id)
-      .$if(claimStaleBefore !== null, (update) => update.where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', claimStaleBefore!)])))
-      .returning('session_id');
-    const counters = bumpCountersWhen(db, question.counters, wrote('claimed'));
-    const statement = sql<{ id: number }>`with claimed as (${claimed}), inserted as (${insertMessageWhen(db, question.message, wrote('claimed')).returning('id')})${
-      counters ? sql`, counted as (${counters})` : sql``
-    } select id from inserted`;
-    const { rows } = await statement.execute(db);
+    const { rows } = await insertQuestionStatement.execute<{ id: number }>(database.db, {
+      sessionId: session.session_id,
+      seen,
+      now: session.now,
+      expiresAt: session.expires_at,
+      claimStaleBefore: claimStaleBefore ?? undefined,
+      message: messageAsJson(question.message),
+      counters: countersAsJson(question.counters),
+    });
     return rows[0]?.id ?? null;
   }
   try {
@@ -684,14 +747,16 @@ export async function storeOutcome(
   },
 ): Promise<boolean> {
   if (database.dialect === 'postgres') {
-    const db = database.db;
-    const owned = db.updateTable('public_chat_messages').set(outcome.changes).where('id', '=', outcome.messageId).where('owner', '=', outcome.owner).returning('id');
-    const parts = [sql`owned as (${owned})`];
-    if (outcome.answer) parts.push(sql`answer as (${insertMessageWhen(db, outcome.answer, wrote('owned'))})`);
-    parts.push(sql`exchanged as (${exchangeOnSession(db, outcome.sessionId, outcome.exchange, outcome.now).where(wrote('owned'))})`);
-    const counters = bumpCountersWhen(db, outcome.counters, wrote('owned'));
-    if (counters) parts.push(sql`counted as (${counters})`);
-    const { rows } = await sql<{ id: number }>`with ${sql.join(parts)} select id from owned`.execute(db);
+    const { rows } = await storeOutcomeStatement.execute(database.db, {
+      messageId: outcome.messageId,
+      owner: outcome.owner,
+      changes: outcome.changes,
+      answer: outcome.answer ? messageAsJson(outcome.answer) : undefined,
+      sessionId: outcome.sessionId,
+      exchange: outcome.exchange,
+      now: outcome.now,
+      counters: countersAsJson(outcome.counters),
+    });
     return rows.length > 0;
   }
   return database.transaction(async (trx) => {

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { createQueryId, type Compilable, type CompiledQuery, type DialectAdapter, type QueryResult, type RootOperationNode } from 'kysely';
+import { createQueryId, type Compilable, type CompiledQuery, type DialectAdapter, type QueryResult, type RawBuilder, type RootOperationNode } from 'kysely';
 import type { Db } from './database.ts';
 
 /** Stands for one of a statement's values while its template is compiled. */
@@ -42,13 +42,13 @@ export type TemplateValues = { readonly [key: string]: unknown };
  * real values and throws if Kysely compiles it to anything else.
  */
 export class StatementTemplate<V extends TemplateValues> {
-  readonly #build: (db: Db, values: V) => Compilable<unknown>;
+  readonly #build: (db: Db, values: V) => Statement;
   readonly #compiled = new WeakMap<DialectAdapter, Map<string, Compiled>>();
   static readonly MAX_SHAPES = 200;
   /** Check every run against Kysely's own compile (read once: the environment is slow to read on every statement). */
   static check = process.env.CONCIERGE_CHECK_TEMPLATES === '1';
 
-  constructor(build: (db: Db, values: V) => Compilable<unknown>) {
+  constructor(build: (db: Db, values: V) => Statement) {
     this.#build = build;
   }
 
@@ -60,7 +60,7 @@ export class StatementTemplate<V extends TemplateValues> {
     if (!shapes) this.#compiled.set(adapter, (shapes = new Map()));
     let compiled = shapes.get(shape);
     if (!compiled) {
-      const { sql, query, parameters } = this.#build(db, standIns(values, { next: 0 }) as V).compile();
+      const { sql, query, parameters } = compile(db, this.#build(db, standIns(values, { next: 0 }) as V));
       compiled = { sql, query, parameters };
       // A template has a handful of shapes (a row count, optional columns); many more would be a caller's mistake.
       if (shapes.size >= StatementTemplate.MAX_SHAPES) shapes.clear();
@@ -68,10 +68,15 @@ export class StatementTemplate<V extends TemplateValues> {
     }
     const parameters = compiled.parameters.map((parameter) => (parameter instanceof Slot ? leaves[parameter.index] : parameter));
     const query: CompiledQuery<R> = { sql: compiled.sql, query: compiled.query, parameters, queryId: createQueryId() };
-    if (StatementTemplate.check) checkAgainstKysely(this.#build(db, values).compile(), query);
+    if (StatementTemplate.check) checkAgainstKysely(compile(db, this.#build(db, values)), query);
     return db.executeQuery(query);
   }
 }
+
+/** What a template builds: a query builder's statement, or one written with `sql`. */
+type Statement = Compilable<unknown> | RawBuilder<unknown>;
+
+const compile = (db: Db, statement: Statement): CompiledQuery<unknown> => ('isRawBuilder' in statement ? statement.compile(db) : statement.compile());
 
 /** The values' shape as a string, their leaves pushed onto `leaves` in the order standIns numbers them. */
 function shapeOf(value: unknown, leaves: unknown[]): string {
