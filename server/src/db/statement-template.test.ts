@@ -43,6 +43,22 @@ describe(`statement templates on ${testDatabaseKind()}`, () => {
     expect(stored.map((row) => `${row.name} ${row.value}`)).toEqual(['one 1', 'two 2', 'three 3', 'four 4', 'five 5', 'six 6']);
   });
 
+  it('builds a statement with very many values each time, as without a template', async () => {
+    const { db } = ctx.deps.database;
+    let builds = 0;
+    const insert = new StatementTemplate((kysely, { rows }: { rows: Setting[] }) => {
+      builds++;
+      return kysely.insertInto('app_settings').values(rows);
+    });
+    const batch = (from: number) => Array.from({ length: 100 }, (_, i) => ({ name: `batch ${from + i}`, value: '1', created_at: at }));
+    await unchecked(async () => {
+      await insert.execute(db, { rows: batch(0) });
+      await insert.execute(db, { rows: batch(100) });
+    });
+    expect(builds).toBe(2);
+    expect(await db.selectFrom('app_settings').select((eb) => eb.fn.countAll<number>().as('count')).where('name', 'like', 'batch %').executeTakeFirst()).toEqual({ count: 200 });
+  });
+
   it('runs in a transaction, leaves an undefined value out as Kysely does and reports the rows it changed', async () => {
     const { database } = ctx.deps;
     let builds = 0;

@@ -45,6 +45,12 @@ export class StatementTemplate<V extends TemplateValues> {
   readonly #build: (db: Db, values: V) => Statement;
   readonly #compiled = new WeakMap<DialectAdapter, Map<string, Compiled>>();
   static readonly MAX_SHAPES = 200;
+  /**
+   * A statement with more values than this (a large batch of rows) is built
+   * each time, as without a template: its build is shared by its many rows
+   * already, and keeping it would keep a large statement per row count.
+   */
+  static readonly MAX_VALUES = 256;
   /** Check every run against Kysely's own compile (read once: the environment is slow to read on every statement). */
   static check = process.env.CONCIERGE_CHECK_TEMPLATES === '1';
 
@@ -55,6 +61,7 @@ export class StatementTemplate<V extends TemplateValues> {
   async execute<R = unknown>(db: Db, values: V): Promise<QueryResult<R>> {
     const leaves: unknown[] = [];
     const shape = shapeOf(values, leaves);
+    if (leaves.length > StatementTemplate.MAX_VALUES) return db.executeQuery<R>(compile(db, this.#build(db, values)) as CompiledQuery<R>);
     const adapter = db.getExecutor().adapter;
     let shapes = this.#compiled.get(adapter);
     if (!shapes) this.#compiled.set(adapter, (shapes = new Map()));
