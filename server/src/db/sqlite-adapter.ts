@@ -294,6 +294,12 @@ class NodeSqliteDriver implements Driver {
   }
 
   async destroy(): Promise<void> {
+    // The turn's finished writes are kept; a transaction still open (closing mid-way) is not half committed.
+    if (this.#inTransaction && this.#database.inTransaction) {
+      this.#execute(ROLLBACK_TO);
+      this.#execute(RELEASE);
+    }
+    this.#inTransaction = null;
     this.#commitShared();
     this.#database.close();
   }
