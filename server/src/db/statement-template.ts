@@ -34,8 +34,9 @@ export type TemplateValues = { readonly [key: string]: unknown };
  * number, boolean or null) replaced by a stand-in: it must hand them to
  * Kysely as values (in `values`, `set`, `where`, `eb.val`, `sql`), not
  * compute with them — whatever depends on a value is computed by the caller
- * and passed as one. The shape (the records' keys and the arrays' lengths) is
- * part of the key the compiled statement is kept under, per database dialect.
+ * and passed as one. The compiled statement is kept per shape (the records'
+ * keys and the arrays' lengths) and per open database (its Kysely adapter:
+ * SQLite and PostgreSQL compile differently).
  *
  * With CONCIERGE_CHECK_TEMPLATES=1 in the environment as the process starts
  * (the test suites set it) every run also builds the statement with the
