@@ -217,7 +217,11 @@ const ROLLBACK_TO = CompiledQuery.raw('rollback to unit');
  * them sees the error. Reads run at once, inside the shared transaction when
  * one is open (seeing the turn's writes, as a read after a commit would).
  * Statements that cannot run in a transaction (VACUUM, pragmas, schema
- * changes) commit the turn's writes first.
+ * changes) commit the turn's writes first. The write lock is held from the
+ * turn's first write to its commit: another connection to the file (the
+ * crawler's thread, a command-line tool) waits that long at most, within its
+ * busy timeout, but a second connection in the same thread would wait on a
+ * commit its own waiting holds up.
  */
 class NodeSqliteDriver implements Driver {
   readonly #database: NodeSqliteDatabase;
