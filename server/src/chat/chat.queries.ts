@@ -1,7 +1,8 @@
-import { sql, type Expression, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { Database, Db } from '../db/database.ts';
 import { StatementTemplate } from '../db/statement-template.ts';
 import type { ChatRole } from '../db/schema/chat.ts';
+import type { DB } from '../db/schema/index.ts';
 
 const sessionById = (db: Db, sessionId: string) => db.selectFrom('public_chat_sessions').selectAll().where('session_id', '=', sessionId);
 
@@ -82,17 +83,33 @@ export const markVerified = (db: Db, sessionId: string, now: string, expiresAt: 
     .where('session_id', '=', sessionId)
     .execute();
 
-type SessionSeen = { sessionId: string; client_ip: string | null; user_agent: string | null; now: string; expiresAt: string };
+/** A session seen now, and (with `staleBefore`) its in-flight hold to take: a hold older than that is stale. */
+type SessionSeen = { sessionId: string; client_ip: string | null; user_agent: string | null; now: string; expiresAt: string; staleBefore?: string };
 
-const touchSessionStatement = new StatementTemplate((db, { sessionId, client_ip, user_agent, now, expiresAt }: SessionSeen) =>
+/** No request holds the session's in-flight hold, or its hold is older than `staleBefore`. */
+const holdFree = (staleBefore: string) => (eb: ExpressionBuilder<DB, 'public_chat_sessions'>) =>
+  eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', staleBefore)]);
+
+/** The session marked used now; with `staleBefore`, its in-flight hold taken too, only when free. */
+const seenSession = (db: Db, session: SessionSeen) =>
   db
     .updateTable('public_chat_sessions')
-    .set({ client_ip, user_agent, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now })
-    .where('session_id', '=', sessionId),
-);
+    .set({
+      client_ip: session.client_ip,
+      user_agent: session.user_agent,
+      active: true,
+      last_seen_at: session.now,
+      expires_at: session.expiresAt,
+      updated_at: session.now,
+      ...(session.staleBefore === undefined ? {} : { in_flight_since: session.now }),
+    })
+    .where('session_id', '=', session.sessionId)
+    .$if(session.staleBefore !== undefined, (update) => update.where(holdFree(session.staleBefore!)));
+
+const seenSessionStatement = new StatementTemplate(seenSession);
 
 export async function touchSession(db: Db, sessionId: string, client: { client_ip: string | null; user_agent: string | null }, now: string, expiresAt: string): Promise<void> {
-  await touchSessionStatement.execute(db, { sessionId, ...client, now, expiresAt });
+  await seenSessionStatement.execute(db, { sessionId, ...client, now, expiresAt });
 }
 
 /**
@@ -108,17 +125,9 @@ async function touchAndClaimSession(
   expiresAt: string,
   staleBefore: string,
 ): Promise<boolean> {
-  const result = await touchAndClaimStatement.execute(db, { sessionId, ...client, now, expiresAt, staleBefore });
+  const result = await seenSessionStatement.execute(db, { sessionId, ...client, now, expiresAt, staleBefore });
   return Number(result.numAffectedRows) === 1;
 }
-
-const touchAndClaimStatement = new StatementTemplate((db, { sessionId, client_ip, user_agent, now, expiresAt, staleBefore }: SessionSeen & { staleBefore: string }) =>
-  db
-    .updateTable('public_chat_sessions')
-    .set({ client_ip, user_agent, active: true, last_seen_at: now, expires_at: expiresAt, updated_at: now, in_flight_since: now })
-    .where('session_id', '=', sessionId)
-    .where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', staleBefore)])),
-);
 
 /** Takes the session's single in-flight slot; false when a request already holds it (a stale hold is taken over). */
 export async function claimInFlight(db: Db, sessionId: string, now: string, staleBefore: string): Promise<boolean> {
@@ -126,7 +135,7 @@ export async function claimInFlight(db: Db, sessionId: string, now: string, stal
     .updateTable('public_chat_sessions')
     .set({ in_flight_since: now })
     .where('session_id', '=', sessionId)
-    .where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', staleBefore)]))
+    .where(holdFree(staleBefore))
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
@@ -626,26 +635,17 @@ function bumpCountersWhen(db: Db, rowsJson: string, guard: Expression<SqlBool>) 
     .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })));
 }
 
-/** insertQuestion's statement on PostgreSQL; `claimStaleBefore` and `counters` are left out when there is none. */
+/** insertQuestion's statement on PostgreSQL; the session's `staleBefore` and `counters` are left out when there is none. */
 const insertQuestionStatement = new StatementTemplate(
   (
     db,
     v: {
-      sessionId: string;
-      seen: { client_ip: string | null; user_agent: string | null };
-      now: string;
-      expiresAt: string;
-      claimStaleBefore?: string;
+      session: SessionSeen;
       message: MessageAsJson;
       counters?: string;
     },
   ) => {
-    const claimed = db
-      .updateTable('public_chat_sessions')
-      .set({ ...v.seen, active: true, last_seen_at: v.now, expires_at: v.expiresAt, updated_at: v.now, ...(v.claimStaleBefore === undefined ? {} : { in_flight_since: v.now }) })
-      .where('session_id', '=', v.sessionId)
-      .$if(v.claimStaleBefore !== undefined, (update) => update.where((eb) => eb.or([eb('in_flight_since', 'is', null), eb('in_flight_since', '<', v.claimStaleBefore!)])))
-      .returning('session_id');
+    const claimed = seenSession(db, v.session).returning('session_id');
     const counters = v.counters === undefined ? null : bumpCountersWhen(db, v.counters, wrote('claimed'));
     return sql<{ id: number }>`with claimed as (${claimed}), inserted as (${insertMessageWhen(db, v.message, wrote('claimed')).returning('id')})${
       counters ? sql`, counted as (${counters})` : sql``
@@ -698,11 +698,7 @@ export async function insertQuestion(
   const seen = { client_ip: session.client_ip, user_agent: session.user_agent };
   if (database.dialect === 'postgres' && !question.newClientIp) {
     const { rows } = await insertQuestionStatement.execute<{ id: number }>(database.db, {
-      sessionId: session.session_id,
-      seen,
-      now: session.now,
-      expiresAt: session.expires_at,
-      claimStaleBefore: claimStaleBefore ?? undefined,
+      session: { sessionId: session.session_id, ...seen, now: session.now, expiresAt: session.expires_at, staleBefore: claimStaleBefore ?? undefined },
       message: messageAsJson(question.message),
       counters: countersAsJson(question.counters),
     });

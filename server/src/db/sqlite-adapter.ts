@@ -127,7 +127,6 @@ function bind(parameters: ReadonlyArray<unknown>): SQLInputValue[] {
   });
 }
 
-
 /**
  * Kysely's SQLite dialect on a NodeSqliteDatabase (NodeSqliteDriver below):
  * without the lock Kysely takes around every statement on a single
