@@ -83,6 +83,35 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
     }
   });
 
+  it.runIf(testDatabaseKind() === 'sqlite')('runs what waited for an open transaction in the order it came, one transaction at a time', async () => {
+    const { database } = ctx.deps;
+    const insert = (db: typeof database.db | Parameters<Parameters<typeof database.transaction>[0]>[0], name: string) =>
+      db.insertInto('app_settings').values({ name, value: '1', created_at: now() }).execute();
+    const { promise: held, resolve: release } = Promise.withResolvers<void>();
+    const first = database.transaction(async (trx) => {
+      await insert(trx, 'queued 0');
+      await held;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    // All issued while the first transaction holds the connection, alternating statements and transactions.
+    const waiting = [
+      insert(database.db, 'queued 1'),
+      database.transaction(async (trx) => {
+        await insert(trx, 'queued 2');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        await insert(trx, 'queued 3');
+      }),
+      insert(database.db, 'queued 4'),
+      database.transaction((trx) => insert(trx, 'queued 5')),
+      insert(database.db, 'queued 6'),
+    ];
+    release();
+    await Promise.all([first, ...waiting]);
+    // SQLite numbers a table's rows in the order they were inserted.
+    const { rows } = await sql<{ name: string }>`select name from app_settings where name like 'queued %' order by rowid`.execute(database.db);
+    expect(rows.map((row) => row.name)).toEqual(['queued 0', 'queued 1', 'queued 2', 'queued 3', 'queued 4', 'queued 5', 'queued 6']);
+  });
+
   // Kysely streams from SQLite as its own driver did; PostgreSQL would need pg-cursor, which the product does not use.
   it.runIf(testDatabaseKind() === 'sqlite')('streams rows from SQLite', async () => {
     const { db } = ctx.deps.database;

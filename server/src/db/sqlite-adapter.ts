@@ -181,6 +181,12 @@ class NodeSqliteConnection implements DatabaseConnection {
   }
 }
 
+/** A statement or a transaction waiting for the open transaction to end (NodeSqliteDriver). */
+interface Waiter {
+  readonly transaction: boolean;
+  resume(): void;
+}
+
 /** One SQLite transaction that the writes of a turn of the event loop share. */
 interface SharedCommit {
   /** Settles when the transaction has committed, or rejects with why it did not. */
@@ -226,7 +232,10 @@ class NodeSqliteDriver implements Driver {
   readonly #database: NodeSqliteDatabase;
   /** The connection whose transaction (a savepoint of the shared one) is open, if any. */
   #inTransaction: NodeSqliteConnection | null = null;
-  #waiting: (() => void)[] = [];
+  /** Statements and transactions waiting for the open transaction to end, in the order they came. */
+  #waiting: Waiter[] = [];
+  /** Where the next waiter woken at the last end, and beaten to it by a newcomer, goes back in: ahead of the rest, as it was. */
+  #rewaitAt = 0;
   /** The SQLite transaction of this turn's writes, while open. */
   #shared: SharedCommit | null = null;
   /** The turn ended while a transaction was open in the shared one: it commits as that transaction ends. */
@@ -245,7 +254,7 @@ class NodeSqliteDriver implements Driver {
   async releaseConnection(): Promise<void> {}
 
   async run<R>(connection: NodeSqliteConnection, compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
-    while (this.#inTransaction !== null && this.#inTransaction !== connection) await this.#transactionEnded();
+    if (this.#inTransaction !== null && this.#inTransaction !== connection) await this.#untilFree(connection, false);
     if (this.#inTransaction === connection) return this.#execute<R>(compiledQuery);
     const statement = this.#database.prepare(compiledQuery.sql);
     if (statement.kind === 'read') return this.#execute<R>(compiledQuery, statement);
@@ -261,12 +270,12 @@ class NodeSqliteDriver implements Driver {
 
   /** The rows one at a time, as Kysely's own SQLite driver streams them. */
   async *stream<R>(connection: NodeSqliteConnection, { sql, parameters }: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
-    while (this.#inTransaction !== null && this.#inTransaction !== connection) await this.#transactionEnded();
+    if (this.#inTransaction !== null && this.#inTransaction !== connection) await this.#untilFree(connection, false);
     for (const row of this.#database.prepare(sql).iterate(parameters)) yield { rows: [row as R] };
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    while (this.#inTransaction !== null) await this.#transactionEnded();
+    if (this.#inTransaction !== null) await this.#untilFree(null, true);
     this.#openShared();
     this.#execute(SAVEPOINT);
     this.#inTransaction = connection as NodeSqliteConnection;
@@ -357,16 +366,36 @@ class NodeSqliteDriver implements Driver {
     shared?.reject(error);
   }
 
-  #transactionEnded(): Promise<void> {
-    return new Promise((resolve) => this.#waiting.push(resolve));
+  /** Waits until no transaction but `connection`'s is open (`connection` null: none at all). */
+  async #untilFree(connection: NodeSqliteConnection | null, transaction: boolean): Promise<void> {
+    let woken = false;
+    while (this.#inTransaction !== null && this.#inTransaction !== connection) {
+      await new Promise<void>((resume) => {
+        const waiter = { transaction, resume };
+        if (woken) this.#waiting.splice(this.#rewaitAt++, 0, waiter);
+        else this.#waiting.push(waiter);
+      });
+      woken = true;
+    }
   }
 
+  /**
+   * Wakes, in the order they came, the waiting statements up to the first
+   * waiting transaction, and that transaction, which begins and holds the
+   * rest until it ends. Waking every waiter had each waiting transaction
+   * wait again at every end: about 18 waits a transaction with 200 answers
+   * under way.
+   */
   #endTransaction(): void {
     this.#inTransaction = null;
     if (this.#commitWhenFree) this.#commitShared();
-    const waiting = this.#waiting;
-    this.#waiting = [];
-    // In the order they came: statements run, and the first waiting transaction begins and holds the rest again.
-    for (const resume of waiting) resume();
+    let woken = 0;
+    while (woken < this.#waiting.length) {
+      const waiter = this.#waiting[woken++]!;
+      waiter.resume();
+      if (waiter.transaction) break;
+    }
+    this.#waiting.splice(0, woken);
+    this.#rewaitAt = 0;
   }
 }
