@@ -11,11 +11,20 @@ class Slot {
 }
 
 interface Compiled {
+  /** The values' shape this statement was compiled for. */
+  shape: Shape;
   sql: string;
   query: RootOperationNode;
   /** Each parameter: a Slot (the value at its index) or a value the statement always has. */
   parameters: readonly unknown[];
 }
+
+/**
+ * The shape of a template's values: a leaf (a value that becomes a
+ * parameter), an array of shapes, or a record's keys (those whose value is
+ * not undefined, in their order) and their values' shapes.
+ */
+type Shape = null | { readonly items: readonly Shape[] } | { readonly keys: readonly string[]; readonly values: readonly Shape[] };
 
 /**
  * Values a template is built from: records and arrays of them, down to the
@@ -44,7 +53,7 @@ export type TemplateValues = { readonly [key: string]: unknown };
  */
 export class StatementTemplate<V extends TemplateValues> {
   readonly #build: (db: Db, values: V) => Statement;
-  readonly #compiled = new WeakMap<DialectAdapter, Map<string, Compiled>>();
+  readonly #compiled = new WeakMap<DialectAdapter, Compiled[]>();
   static readonly MAX_SHAPES = 200;
   /**
    * A statement with more values than this (a large batch of rows) is built
@@ -60,19 +69,29 @@ export class StatementTemplate<V extends TemplateValues> {
   }
 
   async execute<R = unknown>(db: Db, values: V): Promise<QueryResult<R>> {
-    const leaves: unknown[] = [];
-    const shape = shapeOf(values, leaves);
-    if (leaves.length > StatementTemplate.MAX_VALUES) return db.executeQuery<R>(compile(db, this.#build(db, values)) as CompiledQuery<R>);
     const adapter = db.getExecutor().adapter;
     let shapes = this.#compiled.get(adapter);
-    if (!shapes) this.#compiled.set(adapter, (shapes = new Map()));
-    let compiled = shapes.get(shape);
+    if (!shapes) this.#compiled.set(adapter, (shapes = []));
+    // The values are compared with each compiled shape in turn (a template has a handful) rather than described by
+    // a key built for the lookup: that key's strings were an answer's largest allocation in the statements' code.
+    const leaves: unknown[] = [];
+    let compiled: Compiled | undefined;
+    for (const known of shapes) {
+      leaves.length = 0;
+      if (fits(values, known.shape, leaves)) {
+        compiled = known;
+        break;
+      }
+    }
     if (!compiled) {
+      leaves.length = 0;
+      const shape = shapeOf(values, leaves);
+      if (leaves.length > StatementTemplate.MAX_VALUES) return db.executeQuery<R>(compile(db, this.#build(db, values)) as CompiledQuery<R>);
       const { sql, query, parameters } = compile(db, this.#build(db, standIns(values, { next: 0 }) as V));
-      compiled = { sql, query, parameters };
+      compiled = { shape, sql, query, parameters };
       // A template has a handful of shapes (a row count, optional columns); many more would be a caller's mistake.
-      if (shapes.size >= StatementTemplate.MAX_SHAPES) shapes.clear();
-      shapes.set(shape, compiled);
+      if (shapes.length >= StatementTemplate.MAX_SHAPES) shapes.length = 0;
+      shapes.push(compiled);
     }
     const parameters = compiled.parameters.map((parameter) => (parameter instanceof Slot ? leaves[parameter.index] : parameter));
     const query: CompiledQuery<R> = { sql: compiled.sql, query: compiled.query, parameters, queryId: createQueryId() };
@@ -86,24 +105,45 @@ type Statement = Compilable<unknown> | RawBuilder<unknown>;
 
 const compile = (db: Db, statement: Statement): CompiledQuery<unknown> => ('isRawBuilder' in statement ? statement.compile(db) : statement.compile());
 
-/** The values' shape as a string, their leaves pushed onto `leaves` in the order standIns numbers them. */
-function shapeOf(value: unknown, leaves: unknown[]): string {
-  if (Array.isArray(value)) {
-    let shape = '[';
-    for (const item of value) shape += `${shapeOf(item, leaves)},`;
-    return `${shape}]`;
-  }
+/** The values' shape, their leaves pushed onto `leaves` in the order standIns numbers them. */
+function shapeOf(value: unknown, leaves: unknown[]): Shape {
+  if (Array.isArray(value)) return { items: value.map((item) => shapeOf(item, leaves)) };
   if (isRecord(value)) {
-    let shape = '{';
+    const keys: string[] = [];
+    const values: Shape[] = [];
     for (const key in value) {
       const item = value[key];
-      // Keys are column and field names: no quoting needed for the shape to be unambiguous.
-      if (item !== undefined) shape += `${key}:${shapeOf(item, leaves)},`;
+      if (item === undefined) continue;
+      keys.push(key);
+      values.push(shapeOf(item, leaves));
     }
-    return `${shape}}`;
+    return { keys, values };
   }
   leaves.push(value);
-  return '_';
+  return null;
+}
+
+/** Whether `value` has `shape`, its leaves pushed onto `leaves` as shapeOf orders them (some of them when it has not). */
+function fits(value: unknown, shape: Shape, leaves: unknown[]): boolean {
+  if (shape === null) {
+    if (Array.isArray(value) || isRecord(value)) return false;
+    leaves.push(value);
+    return true;
+  }
+  if ('items' in shape) {
+    if (!Array.isArray(value) || value.length !== shape.items.length) return false;
+    for (let i = 0; i < value.length; i++) if (!fits(value[i], shape.items[i]!, leaves)) return false;
+    return true;
+  }
+  if (!isRecord(value)) return false;
+  let at = 0;
+  for (const key in value) {
+    const item = value[key];
+    if (item === undefined) continue;
+    if (key !== shape.keys[at] || !fits(item, shape.values[at]!, leaves)) return false;
+    at++;
+  }
+  return at === shape.keys.length;
 }
 
 /** The values with each leaf replaced by a Slot numbered as shapeOf orders them. */
