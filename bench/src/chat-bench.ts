@@ -7,7 +7,7 @@ import { parseDuration } from '@concierge/contract';
 import type { Database } from '@concierge/server/src/db/database.ts';
 import { startBareChat } from './bare-chat.ts';
 import type { FromLoad, LoadSetup, RoundRequest, RoundResult, ToLoad } from './chat-load.ts';
-import { RoundProfiler } from './cpu-profile.ts';
+import { RoundProfiler, type ProfileKind } from './cpu-profile.ts';
 import { count, type Engine } from './engines.ts';
 import { percentile, type BenchResult } from './report.ts';
 
@@ -17,8 +17,13 @@ const QUESTIONS = (JSON.parse(readFileSync(path.join(ROOT, 'server/sample-data/q
   (entry) => entry.question,
 );
 
-/** With BENCH_PROFILE=<dir>, each timed round's CPU profile of the server's thread goes there (cpu-profile.ts). */
+/**
+ * With BENCH_PROFILE=<dir>, each timed round's CPU profile of the server's
+ * thread goes there (cpu-profile.ts); with BENCH_PROFILE_KIND=heap too, its
+ * allocation profile instead.
+ */
 const PROFILE_DIR = process.env.BENCH_PROFILE;
+const PROFILE_KIND: ProfileKind = process.env.BENCH_PROFILE_KIND === 'heap' ? 'heap' : 'cpu';
 
 export interface ChatBenchOptions {
   /** Virtual users asking at once, each in a session of its own. */
@@ -147,7 +152,7 @@ const pct = (n: number) => `${Math.round(n * 100)} %`;
  * product, bare, …) and the figures are medians over rounds.
  */
 export async function benchChat(engine: Engine, report: (result: BenchResult) => void, options: ChatBenchOptions): Promise<void> {
-  const profiler = PROFILE_DIR ? new RoundProfiler(PROFILE_DIR) : null;
+  const profiler = PROFILE_DIR ? new RoundProfiler(PROFILE_DIR, PROFILE_KIND) : null;
   const { worker, url: fakeUrl, apiKey } = await LoadWorker.start({ runDurationMs: options.runDurationMs });
   const cleanups: (() => Promise<void>)[] = [() => worker.close()];
   try {

@@ -1,18 +1,22 @@
 /**
- * CPU profiles of the server's thread during the chat benchmark's rounds, and
- * where their time goes.
+ * Profiles of the server's thread during the chat benchmark's rounds, and
+ * where their time or their memory goes.
  *
- * `BENCH_PROFILE=<dir> npm run bench -- chat` writes one profile per timed
- * round (`<engine>-<side>-<round>.cpuprofile`, for Chromium's DevTools or
- * this file). Sampling slows the server, so the figures of such a run are
- * not the benchmark's. Then
+ * `BENCH_PROFILE=<dir> npm run bench -- chat` writes one CPU profile per
+ * timed round (`<engine>-<side>-<round>.cpuprofile`, for Chromium's DevTools
+ * or this file); with `BENCH_PROFILE_KIND=heap` as well, a sampled
+ * allocation profile instead (`.heapprofile`: every object allocated in the
+ * round, kept or not). Either slows the server, so the figures of such a run
+ * are not the benchmark's. Then
  *
- *   node bench/src/cpu-profile.ts <product.cpuprofile> <bare.cpuprofile> [answers]
+ *   node bench/src/cpu-profile.ts <product profile> <bare profile> [answers]
  *
- * prints the milliseconds per answer (a round's answers, 1,000 by default)
- * each spent by source: a package, a folder of the server, a Node module, or
- * one of V8's own entries (garbage collection, a native call such as
- * node:sqlite's `run`), largest difference first.
+ * prints per answer (a round's answers, 1,000 by default) the milliseconds
+ * of CPU, or the kilobytes allocated, by source: a package, a folder of the
+ * server, a Node module, or one of V8's own entries (garbage collection, a
+ * native call such as node:sqlite's `run`), largest difference first.
+ * Allocation is steadier from run to run than time, and what the product
+ * allocates beyond the bare route is what its garbage collection pays for.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -30,26 +34,43 @@ interface Profile {
   timeDeltas: number[];
 }
 
-/** Samples the thread's CPU between start() and stop(name), writing `<dir>/<name>.cpuprofile`. */
+/** V8's sampled allocation profile: a tree of call frames, each with the bytes allocated in it. */
+interface HeapProfileNode {
+  callFrame: ProfileNode['callFrame'];
+  selfSize: number;
+  children: HeapProfileNode[];
+}
+
+export type ProfileKind = 'cpu' | 'heap';
+
+/** Profiles the thread between start() and stop(name), writing `<dir>/<name>.cpuprofile` or `.heapprofile`. */
 export class RoundProfiler {
   readonly #session = new Session();
   readonly #dir: string;
+  readonly #kind: ProfileKind;
 
-  constructor(dir: string) {
+  constructor(dir: string, kind: ProfileKind = 'cpu') {
     mkdirSync(dir, { recursive: true });
     this.#dir = dir;
+    this.#kind = kind;
   }
 
   async start(): Promise<void> {
     this.#session.connect();
+    if (this.#kind === 'heap') {
+      await this.#session.post('HeapProfiler.enable');
+      // Every KB on average, counting what the next garbage collection takes as well as what stays.
+      await this.#session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true });
+      return;
+    }
     await this.#session.post('Profiler.enable');
     await this.#session.post('Profiler.setSamplingInterval', { interval: 200 });
     await this.#session.post('Profiler.start');
   }
 
   async stop(name: string): Promise<void> {
-    const { profile } = await this.#session.post('Profiler.stop');
-    writeFileSync(path.join(this.#dir, `${name}.cpuprofile`), JSON.stringify(profile));
+    const { profile } = this.#kind === 'heap' ? await this.#session.post('HeapProfiler.stopSampling') : await this.#session.post('Profiler.stop');
+    writeFileSync(path.join(this.#dir, `${name}.${this.#kind}profile`), JSON.stringify(profile));
     this.#session.disconnect();
   }
 }
@@ -80,18 +101,33 @@ export function timeBySource(profile: Profile): Map<string, number> {
   return time;
 }
 
+/** Bytes allocated by source. */
+export function bytesBySource(profile: { head: HeapProfileNode }): Map<string, number> {
+  const bytes = new Map<string, number>();
+  const visit = (node: HeapProfileNode) => {
+    const source = sourceOf(node.callFrame);
+    if (source !== 'node:inspector') bytes.set(source, (bytes.get(source) ?? 0) + node.selfSize);
+    node.children.forEach(visit);
+  };
+  visit(profile.head);
+  return bytes;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [productFile, bareFile, answersArg] = process.argv.slice(2);
   if (!productFile || !bareFile) {
-    console.error('usage: node bench/src/cpu-profile.ts <product.cpuprofile> <bare.cpuprofile> [answers]');
+    console.error('usage: node bench/src/cpu-profile.ts <product profile> <bare profile> [answers]');
     process.exit(2);
   }
   const answers = Number(answersArg ?? 1000);
-  const [product, bare] = [productFile, bareFile].map((file) => timeBySource(JSON.parse(readFileSync(file, 'utf8')) as Profile));
-  const perAnswer = (us: number | undefined) => ((us ?? 0) / 1000 / answers).toFixed(3).padStart(7);
+  const heap = productFile.endsWith('.heapprofile');
+  const read = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as Profile & { head: HeapProfileNode };
+  const [product, bare] = [productFile, bareFile].map((file) => (heap ? bytesBySource(read(file)) : timeBySource(read(file))));
+  // Microseconds of CPU or bytes allocated, shown per answer in milliseconds or kilobytes.
+  const perAnswer = (amount: number | undefined) => ((amount ?? 0) / (heap ? 1024 : 1000) / answers).toFixed(heap ? 1 : 3).padStart(7);
   const busy = (time: Map<string, number>) => [...time].filter(([source]) => source !== '(native (idle))').reduce((total, [, us]) => total + us, 0);
-  console.log('ms per answer  product     bare     diff');
-  console.log(`busy          ${perAnswer(busy(product!))}  ${perAnswer(busy(bare!))}  ${perAnswer(busy(product!) - busy(bare!))}`);
+  console.log(`${heap ? 'KB' : 'ms'} per answer  product     bare     diff`);
+  console.log(`${(heap ? 'allocated' : 'busy').padEnd(14)}${perAnswer(busy(product!))}  ${perAnswer(busy(bare!))}  ${perAnswer(busy(product!) - busy(bare!))}`);
   const sources = [...new Set([...product!.keys(), ...bare!.keys()])];
   const difference = (source: string) => (product!.get(source) ?? 0) - (bare!.get(source) ?? 0);
   for (const source of sources.sort((a, b) => difference(b) - difference(a)).slice(0, 40)) {
