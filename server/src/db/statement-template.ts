@@ -69,9 +69,9 @@ export class StatementTemplate<V extends TemplateValues> {
   }
 
   async execute<R = unknown>(db: Db, values: V): Promise<QueryResult<R>> {
-    const adapter = db.getExecutor().adapter;
-    let shapes = this.#compiled.get(adapter);
-    if (!shapes) this.#compiled.set(adapter, (shapes = []));
+    const executor = db.getExecutor();
+    let shapes = this.#compiled.get(executor.adapter);
+    if (!shapes) this.#compiled.set(executor.adapter, (shapes = []));
     // The values are compared with each compiled shape in turn (a template has a handful) rather than described by
     // a key built for the lookup: that key's strings were an answer's largest allocation in the statements' code.
     const leaves: unknown[] = [];
@@ -96,7 +96,9 @@ export class StatementTemplate<V extends TemplateValues> {
     const parameters = compiled.parameters.map((parameter) => (parameter instanceof Slot ? leaves[parameter.index] : parameter));
     const query: CompiledQuery<R> = { sql: compiled.sql, query: compiled.query, parameters, queryId: createQueryId() };
     if (StatementTemplate.check) checkAgainstKysely(compile(db, this.#build(db, values)), query);
-    return db.executeQuery(query);
+    // Straight to a connection: Kysely's executeQuery around it only hands the result to plugins, and there are none.
+    if (executor.plugins.length > 0) return db.executeQuery(query);
+    return executor.provideConnection((connection) => connection.executeQuery<R>(query));
   }
 }
 
