@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ASK_ERRORS } from '../ask/ask-pipeline.ts';
-import { bumpCounters } from './chat.queries.ts';
+import { bumpCounters, readCounters } from './chat.queries.ts';
 import { cookieFrom, createTestContext, manualClock, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
 
 const NOTES = '# Practical information\n\nThe lost and found is at the registration desk in the lobby, open 8:00 to 20:00.\n';
@@ -113,7 +113,7 @@ describe('public chat questions after a process stops', () => {
     expect(await runs(id)).toBe(0);
     // The first answer of this context loads the offline index: more than the poll's default second on a busy machine.
     await expect.poll(async () => (await send({ message: 'Where is the lost and found?' })).statusCode, { timeout: 10_000 }).toBe(200);
-    const counters = Object.fromEntries((await db().selectFrom('public_chat_counters').selectAll().execute()).map((counter) => [counter.name, Number(counter.value)]));
+    const counters = Object.fromEntries((await readCounters(db())).map((counter) => [counter.name, Number(counter.value)]));
     expect(counters['state:processing']).toBe(0);
     expect(counters['state:failed']).toBe(1);
   });

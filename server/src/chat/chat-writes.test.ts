@@ -214,3 +214,69 @@ describe('creating a session', () => {
     expect(statements).toHaveLength(1);
   });
 });
+
+describe('the Status counters', () => {
+  let ctx: TestContext;
+  beforeEach(async () => {
+    ctx = await createTestContext();
+  });
+  afterEach(() => ctx.close());
+
+  const counters = async () => Object.fromEntries((await queries.readCounters(ctx.deps.database.db)).map((row) => [row.name, Number(row.value)]));
+  const otherConnection = () => openDatabase(ctx.database.url, { schema: ctx.database.schema });
+
+  it('reads what several connections added as one total per counter, and a counter set replaces what they added', async () => {
+    const others = await Promise.all([1, 2, 3].map(otherConnection));
+    try {
+      // One after another: SQLite's connections would wait on its one write lock anyway.
+      for (const [n, other] of others.entries()) await other.transaction((trx) => queries.bumpCounters(trx, { message_count: 1, total_tokens: 10 * (n + 1), thread_count: 1 }));
+      await queries.bumpCounters(ctx.deps.database.db, { message_count: 1, 'state:processing': -1 });
+      expect(await counters()).toMatchObject({ message_count: 4, total_tokens: 60, thread_count: 3, 'state:processing': -1 });
+
+      await ctx.deps.database.transaction((trx) => queries.setCounter(trx, 'thread_count', 0));
+      expect(await counters()).toMatchObject({ message_count: 4, thread_count: 0 });
+      await others[0]!.transaction((trx) => queries.bumpCounters(trx, { thread_count: 1 }));
+      expect((await counters()).thread_count).toBe(1);
+    } finally {
+      for (const other of others) await other.close();
+    }
+  });
+
+  it.runIf(testDatabaseKind() === 'postgres')("adds to them without waiting for another connection's answer to commit", async () => {
+    const shardOf = async (database: Awaited<ReturnType<typeof otherConnection>>) =>
+      Number((await sql<{ shard: number }>`select pg_backend_pid() % ${sql.lit(queries.COUNTER_SHARDS)} as shard`.execute(database.db)).rows[0]!.shard);
+    const holder = await otherConnection();
+    const opened = [holder];
+    let release = () => {};
+    try {
+      // Each pool here has made one connection (a backend of its own) and keeps using it.
+      const heldShard = await shardOf(holder);
+      let adder = await otherConnection();
+      opened.push(adder);
+      while ((await shardOf(adder)) === heldShard) opened.push((adder = await otherConnection()));
+
+      // An answer's transaction has added to the counters and not committed yet.
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let adding!: () => void;
+      const added = new Promise<void>((resolve) => (adding = resolve));
+      const holding = holder.transaction(async (trx) => {
+        await queries.bumpCounters(trx, { message_count: 1, 'state:completed': 2 });
+        adding();
+        await held;
+      });
+      await added;
+      // Another answer adds to the same counters at once; on one row per counter it would wait for the first to commit.
+      await adder.transaction(async (trx) => {
+        await sql`set local lock_timeout = '2s'`.execute(trx);
+        await queries.bumpCounters(trx, { message_count: 1, 'state:completed': 2 });
+      });
+      expect(await counters()).toMatchObject({ message_count: 1, 'state:completed': 2 });
+      release();
+      await holding;
+      expect(await counters()).toMatchObject({ message_count: 2, 'state:completed': 4 });
+    } finally {
+      release();
+      for (const database of opened) await database.close();
+    }
+  });
+});

@@ -1,8 +1,21 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import { PostgresAdapter, sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { Database, Db } from '../db/database.ts';
 import { StatementTemplate } from '../db/statement-template.ts';
 import type { ChatRole } from '../db/schema/chat.ts';
 import type { DB } from '../db/schema/index.ts';
+
+/**
+ * Counter rows per name on PostgreSQL. Every answer adds to the same dozen
+ * counters; with one row each, concurrent answers queued on the row locks,
+ * each waiting for the one before it to commit (bench/RESULTS.md). A
+ * connection adds to the shard of its backend's process id, so the pool's
+ * connections (consecutive ids) rarely share one. SQLite has one writer and
+ * keeps shard 0.
+ */
+export const COUNTER_SHARDS = 64;
+const COUNTER_SHARD = sql<number>`pg_backend_pid() % ${sql.lit(COUNTER_SHARDS)}`;
+
+const onPostgres = (db: Db) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 const sessionById = (db: Db, sessionId: string) => db.selectFrom('public_chat_sessions').selectAll().where('session_id', '=', sessionId);
 
@@ -59,10 +72,10 @@ export async function createSession(database: Database, session: NewSession): Pr
       : sql`select null::text as client_ip where false`;
     const statement = sql<SessionRow>`with created as (${created}), noted as (${noted}),
       counted as (
-        insert into public_chat_counters (name, value)
-        select c.name, c.value from (values ('client_ip_count', (select count(*) from noted)), ('session_count', 1)) as c(name, value)
+        insert into public_chat_counters (name, shard, value)
+        select c.name, ${COUNTER_SHARD}, c.value from (values ('client_ip_count', (select count(*) from noted)), ('session_count', 1)) as c(name, value)
         where c.value > 0 order by c.name
-        on conflict (name) do update set value = public_chat_counters.value + excluded.value
+        on conflict (name, shard) do update set value = public_chat_counters.value + excluded.value
       )
       select * from created`;
     const { rows } = await statement.execute(db);
@@ -517,14 +530,16 @@ export async function deleteOldChatRecords(db: Db, cutoffs: { spentTokensBefore:
 export async function bumpCounters(db: Db, deltas: Record<string, number>): Promise<void> {
   const rows = counterRows(deltas);
   if (rows.length === 0) return;
-  await bumpCountersStatement.execute(db, { rows });
+  if (onPostgres(db)) await bumpCountersWhen(db, JSON.stringify(rows), sql<SqlBool>`true`).execute();
+  else await bumpCountersStatement.execute(db, { rows });
 }
 
+/** bumpCounters on SQLite: the rows go to shard 0, the column's default. */
 const bumpCountersStatement = new StatementTemplate((db, { rows }: { rows: { name: string; value: number }[] }) =>
   db
     .insertInto('public_chat_counters')
     .values(rows)
-    .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) }))),
+    .onConflict((conflict) => conflict.columns(['name', 'shard']).doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) }))),
 );
 
 /** The counter changes as rows, zeros left out, in name order (the order their rows are locked in). */
@@ -534,14 +549,19 @@ const counterRows = (deltas: Record<string, number>) =>
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([name, value]) => ({ name, value }));
 
-export const setCounter = (db: Db, name: string, value: number) =>
-  db
-    .insertInto('public_chat_counters')
-    .values({ name, value })
-    .onConflict((conflict) => conflict.column('name').doUpdateSet({ value }))
-    .execute();
+/** Sets a counter to `value`, whatever its shards held (in a transaction, so no one reads it half set). */
+export async function setCounter(db: Db, name: string, value: number): Promise<void> {
+  await db.deleteFrom('public_chat_counters').where('name', '=', name).execute();
+  await db.insertInto('public_chat_counters').values({ name, value }).execute();
+}
 
-export const readCounters = (db: Db) => db.selectFrom('public_chat_counters').select(['name', 'value']).execute();
+/** Every counter's value: the sum of its shards. */
+export const readCounters = (db: Db) =>
+  db
+    .selectFrom('public_chat_counters')
+    .select((eb) => ['name', eb.fn.sum<number | string>('value').as('value')])
+    .groupBy('name')
+    .execute();
 
 /** Records a client address; counts it when it is new. */
 export async function noteClientIp(db: Db, clientIp: string | null, now: string): Promise<void> {
@@ -621,18 +641,18 @@ function countersAsJson(deltas: Record<string, number>): string | undefined {
   return rows.length === 0 ? undefined : JSON.stringify(rows);
 }
 
-/** The counter upsert of bumpCounters (rows given as JSON, countersAsJson) when `guard` holds. */
+/** The counter upsert of bumpCounters on PostgreSQL (rows given as JSON, countersAsJson) when `guard` holds, to this connection's shard. */
 function bumpCountersWhen(db: Db, rowsJson: string, guard: Expression<SqlBool>) {
   return db
     .insertInto('public_chat_counters')
-    .columns(['name', 'value'])
+    .columns(['name', 'shard', 'value'])
     .expression(
       db
         .selectFrom(sql`json_populate_recordset(null::public_chat_counters, ${rowsJson}::json)`.as('c'))
-        .select([sql.ref<string>('c.name').as('name'), sql.ref<number>('c.value').as('value')])
+        .select([sql.ref<string>('c.name').as('name'), COUNTER_SHARD.as('shard'), sql.ref<number>('c.value').as('value')])
         .where(guard),
     )
-    .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })));
+    .onConflict((conflict) => conflict.columns(['name', 'shard']).doUpdateSet((eb) => ({ value: eb('public_chat_counters.value', '+', eb.ref('excluded.value')) })));
 }
 
 /** insertQuestion's statement on PostgreSQL; the session's `staleBefore` and `counters` are left out when there is none. */

@@ -20,6 +20,7 @@ import * as usersPage from './20261129T110000-users-page.ts';
 import * as feedbackOncePerType from './20261129T120000-feedback-once-per-type.ts';
 import * as loginDelays from './20261129T130000-login-delays.ts';
 import * as pollBudget from './20261129T160000-poll-budget.ts';
+import * as counterShards from './20261130T090000-counter-shards.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -50,6 +51,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261129T120000-feedback-once-per-type': feedbackOncePerType,
   '20261129T130000-login-delays': loginDelays,
   '20261129T160000-poll-budget': pollBudget,
+  '20261130T090000-counter-shards': counterShards,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */

@@ -96,9 +96,14 @@ export interface SpentVerificationTokenTable {
   created_at: string;
 }
 
-/** Running totals the Status screen reads (name → value), kept in the same transactions as the rows they count. */
+/**
+ * Running totals the Status screen reads, kept in the same transactions as
+ * the rows they count. A counter is the sum of its rows: on PostgreSQL each
+ * connection adds to a shard of its own (chat.queries `bumpCounters`).
+ */
 export interface PublicChatCounterTable {
   name: string;
+  shard: Generated<number>;
   value: number;
 }
 
