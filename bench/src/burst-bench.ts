@@ -8,6 +8,7 @@ import { startBareChat } from './bare-chat.ts';
 import type { BurstResult, FromBurst, ToBurst } from './burst-load.ts';
 import { count, type Engine } from './engines.ts';
 import type { HealthChecks } from './health-prober.ts';
+import { startRefusingServer } from './refusing-server.ts';
 import { percentile, type BenchResult } from './report.ts';
 
 export interface BurstOptions {
@@ -95,11 +96,13 @@ const describe = (outcomes: Record<string, number>) =>
  * Overload (issue 17): N questions at once from N sessions, each on a
  * connection of its own, against the product with its default
  * MAX_CONCURRENT_RUNS (limits per session and per second raised so only
- * the cap refuses), then against the bare route. Every reply must be an
- * answer or DESIGN §9's busy 503 (no reset, no other error), the server's
- * RSS stay under 512 MB, and /healthz answer throughout with p99 ≤ 50 ms
- * (its max reported beside the bare route's in the same burst), asked both
- * on the health port and on the main port.
+ * the cap refuses), then against the bare route, then against the floor (a
+ * plain node:http server refusing every question: refusing-server.ts).
+ * Every reply must be an answer or DESIGN §9's busy 503 (no reset, no other
+ * error), the server's RSS stay under 512 MB, and /healthz answer
+ * throughout with p99 ≤ 50 ms (its max reported beside the bare route's and
+ * the floor's in the same burst), asked both on the health port and on the
+ * main port.
  */
 export async function benchBurst(engine: Engine, report: (result: BenchResult) => void, options: BurstOptions): Promise<void> {
   const { load, url: fakeUrl, apiKey } = await BurstLoad.start();
@@ -133,6 +136,10 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
     const mainPortUrl = `${server.origin}/healthz`;
     const p = await peakRss(server.pid!, () => load.burst(server.origin, options.questions, [healthPortUrl, mainPortUrl]));
     const b = await load.burst(bare.url, options.questions, [`${bare.url}/healthz`]);
+    // The floor: what Node's HTTP server alone, refusing every question, lets /healthz take in the same burst.
+    const floor = await startRefusingServer();
+    cleanups.unshift(() => floor.close());
+    const f = await load.burst(floor.url, options.questions, [`${floor.url}/healthz`]);
     const product_ = p.value;
     const answered = product_.outcomes['200 answer'] ?? 0;
     const busy = product_.outcomes['503 busy'] ?? 0;
@@ -140,7 +147,8 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
     const what = `${count(options.questions)} questions at once (each on its own connection, sessions made first), MAX_CONCURRENT_RUNS ${capacity} (the default)`;
     console.log(
       `      product: ${describe(product_.outcomes)} in ${(product_.elapsedMs / 1000).toFixed(1)} s (sessions made in ${(product_.setUpMs / 1000).toFixed(1)} s); ` +
-        `bare: ${describe(b.outcomes)} in ${(b.elapsedMs / 1000).toFixed(1)} s`,
+        `bare: ${describe(b.outcomes)} in ${(b.elapsedMs / 1000).toFixed(1)} s; ` +
+        `floor (node:http refusing all): ${describe(f.outcomes)} in ${(f.elapsedMs / 1000).toFixed(1)} s`,
     );
     report({
       name: `burst: replies other than an answer or busy on ${engine.name}`,
@@ -165,6 +173,7 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
     });
     const bareHealth = b.health[0]!;
     const bareP99 = percentile(bareHealth.times, 0.99);
+    const floorHealth = f.health[0]!;
     const checks = ({ times, failures }: HealthChecks) =>
       `p50 ${percentile(times, 0.5).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms, ${count(times.length)} checks (${failures} failed)`;
     for (const [where, url] of [
@@ -182,7 +191,11 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
         unit: 'ms',
         ratio: p99 / bareP99,
         maxValue: 50,
-        notes: [`product: ${checks(own)}`, `bare route: ${checks(bareHealth)}`],
+        notes: [
+          `product: ${checks(own)}`,
+          `bare route: ${checks(bareHealth)}`,
+          `floor, a plain node:http server giving every question the busy 503: p99 ${percentile(floorHealth.times, 0.99).toFixed(1)} ms, ${checks(floorHealth)}`,
+        ],
       });
     }
   } finally {

@@ -1,5 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
-
 /** A deadline on a clock: its signal aborts with a TimeoutError when the time comes. */
 export interface Deadline {
   readonly signal: AbortSignal;
@@ -23,15 +21,27 @@ export interface Clock {
 
 export const timeoutError = (message = 'The operation timed out.') => new DOMException(message, 'TimeoutError');
 
-/** Waits `ms` of real time; an abort rejects with the signal's reason (e.g. a TimeoutError), not a generic AbortError. */
-export async function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  signal?.throwIfAborted();
-  try {
-    await delay(ms, undefined, { signal });
-  } catch (error) {
-    if (signal?.aborted) throw signal.reason;
-    throw error;
-  }
+/**
+ * Waits `ms` of real time; an abort rejects with the signal's reason (e.g. a
+ * TimeoutError), not a generic AbortError. Built on setTimeout rather than
+ * `timers/promises`, whose abort makes an AbortError and its stack trace
+ * that would only be thrown away: a streamed answer's keep-alive wait ends
+ * that way once per answer.
+ */
+export function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (!signal) return new Promise((resolve) => setTimeout(resolve, ms));
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const aborted = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', aborted);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', aborted, { once: true });
+  });
 }
 
 export function realDeadline(ms: number): Deadline {
