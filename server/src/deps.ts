@@ -240,7 +240,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     });
     askWorker.setFront(discord);
     const status = new StatusService({ database, clock, config, crawler, users, askCommands, budget, discord, retention: housekeeping, timeZone: () => crawler.timeZone(), warnings, counters }, events);
-    const health: HealthSources = { queueSize: () => askCommands.queued(), discordGatewayConnected: () => discord.connected };
+    const health: HealthSources = { queueSize: () => askCommands.queued(database.healthDb), discordGatewayConnected: () => discord.connected };
     const metrics = new Metrics({
       events,
       version: APP_VERSION,

@@ -1,7 +1,7 @@
 import type { AskCommand, DiscordMessage } from '@concierge/contract';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
-import type { Database } from '../db/database.ts';
+import type { Database, Db } from '../db/database.ts';
 import type { ListPage } from '../admin/list-query.ts';
 import type { Quota, SeenUser, UsersService } from '../users/users.service.ts';
 import type { AskPipeline } from './ask-pipeline.ts';
@@ -166,8 +166,9 @@ export class AskCommandService {
   }
 
   /** Commands waiting for the assistant (the health record's queue_size). */
-  queued(): Promise<number> {
-    return queries.queuedCount(this.#db);
+  /** Questions waiting for the worker; `db` lets a health check count them on its own connection (Database.healthDb). */
+  queued(db: Db = this.#db): Promise<number> {
+    return queries.queuedCount(db);
   }
 
   async list(filters: queries.AskCommandFilters & ListPage): Promise<{ commands: AskCommand[]; total: number }> {

@@ -25,7 +25,13 @@ export interface Database {
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
   /** SQLite with `checkpointThread`: the thread that checkpoints the write-ahead log. */
   readonly checkpointer?: SqliteCheckpointer;
-  /** Resolves when the database answers a trivial query within `timeoutMs`. */
+  /**
+   * The health checks' own connection (PostgreSQL; on SQLite the one
+   * connection): a check measures the database, so it must not wait its
+   * turn behind the pool's queue, which a crowd of questions fills.
+   */
+  readonly healthDb: Kysely<DB>;
+  /** Resolves when the database answers a trivial query (on healthDb) within `timeoutMs`. */
   ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -51,25 +57,28 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
   const dialect = dialectOf(url);
   const logger = options.logger;
   let db: Kysely<DB>;
+  let healthDb: Kysely<DB>;
   let checkpointer: SqliteCheckpointer | undefined;
   if (dialect === 'sqlite') {
     const file = url.slice('sqlite:'.length);
     const sqlite = openSqlite(file);
-    db = sqlite.db;
+    db = healthDb = sqlite.db;
     if (options.checkpointThread && file !== ':memory:') checkpointer = await SqliteCheckpointer.start({ file, connection: sqlite.connection, logger });
   } else {
-    db = await openPostgres(url, options);
+    ({ db, healthDb } = await openPostgres(url, options));
   }
   return {
     db,
+    healthDb,
     dialect,
     sharedAs: url === 'sqlite::memory:' ? null : { url, schema: options.schema },
     transaction: (fn) => db.transaction().execute(fn),
-    ping: (timeoutMs = 2000) => answeredWithin(sql`select 1`.execute(db), timeoutMs).then(() => undefined),
+    ping: (timeoutMs = 2000) => answeredWithin(sql`select 1`.execute(healthDb), timeoutMs).then(() => undefined),
     checkpointer,
     async close() {
       // The checkpoint thread's connection closes first, so the server's, closing last, folds the whole log in.
       await checkpointer?.stop();
+      if (healthDb !== db) await healthDb.destroy();
       await db.destroy();
       logger?.debug('database closed');
     },
@@ -128,16 +137,21 @@ const PG_TYPES = {
   },
 } as pg.CustomTypesConfig;
 
-async function openPostgres(url: string, options: DatabaseOptions): Promise<Kysely<DB>> {
+async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db: Kysely<DB>; healthDb: Kysely<DB> }> {
   if (options.schema && !/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new Error(`invalid schema name: ${options.schema}`);
-  const pool = new pg.Pool({
+  const config: pg.PoolConfig = {
     connectionString: url,
-    max: options.poolSize ?? 10,
     types: PG_TYPES,
     // Every connection works in UTC so timestamps without a zone read the same everywhere.
     options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC'].join(' ').trim(),
-  });
+  };
+  const pool = new pg.Pool({ ...config, max: options.poolSize ?? 10 });
   pool.on('error', (error) => options.logger?.error({ err: error }, 'idle PostgreSQL connection failed'));
+  // Opened at the first check and closed after 10 s without one (pg's idle timeout): tools that never check hold none.
+  const healthPool = new pg.Pool({ ...config, max: 1 });
+  healthPool.on('error', (error) => options.logger?.warn({ err: error }, "the health checks' PostgreSQL connection failed; the next check opens another"));
+  // One that fails during a check fails that check, which reports it; without a listener its 'error' would end the process.
+  healthPool.on('connect', (client) => client.on('error', () => {}));
   // A connection checked out of the pool but between queries (the crawler's advisory lock is held on one for a
   // whole run) has no pool listener: when the server goes away (a restart), its 'error' would end the process.
   // The next query on it fails instead, and the pool drops it when it comes back.
@@ -154,5 +168,5 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Kyse
       client.release();
     }
   }
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), healthDb: new Kysely<DB>({ dialect: new PostgresDialect({ pool: healthPool }) }) };
 }

@@ -1,5 +1,6 @@
+import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTestContext, signIn, type TestContext } from '../test-support/test-context.ts';
+import { createTestContext, signIn, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
 
 describe('GET /healthz', () => {
   let ctx: TestContext;
@@ -16,6 +17,19 @@ describe('GET /healthz', () => {
     const cookie = await signIn(ctx.app);
     await ctx.app.inject({ method: 'PATCH', url: '/api/config', headers: { cookie }, payload: { paused: true } });
     expect((await ctx.app.inject({ url: '/healthz' })).json().paused).toBe(true);
+  });
+
+  it.runIf(testDatabaseKind() === 'postgres')('answers while a crowd holds every pooled connection: the check has a connection of its own', async () => {
+    // More statements than the pool has connections, each holding one for 3 s: the ping (2 s timeout) would wait behind them.
+    const crowd = Array.from({ length: 12 }, () => sql`select pg_sleep(3)`.execute(ctx.deps.database.db));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const response = await ctx.app.inject({ url: '/healthz' });
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual({ paused: false, queue_size: 0, discord_gateway_connected: false });
+    } finally {
+      await Promise.all(crowd);
+    }
   });
 
   it('answers 503 when the database cannot be reached', async () => {
