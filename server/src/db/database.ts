@@ -148,7 +148,9 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db
   const pool = new pg.Pool({ ...config, max: options.poolSize ?? 10 });
   pool.on('error', (error) => options.logger?.error({ err: error }, 'idle PostgreSQL connection failed'));
   // Opened at the first check and closed after 10 s without one (pg's idle timeout): tools that never check hold none.
-  const healthPool = new pg.Pool({ ...config, max: 1 });
+  // A server that does not answer the connection at all fails the checks in the meantime (each ping times out) and
+  // frees the pool's one place after 5 s for the next check to try again.
+  const healthPool = new pg.Pool({ ...config, max: 1, connectionTimeoutMillis: 5_000 });
   healthPool.on('error', (error) => options.logger?.warn({ err: error }, "the health checks' PostgreSQL connection failed; the next check opens another"));
   // One that fails during a check fails that check, which reports it; without a listener its 'error' would end the process.
   healthPool.on('connect', (client) => client.on('error', () => {}));
