@@ -174,6 +174,7 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
     const bareHealth = b.health[0]!;
     const bareP99 = percentile(bareHealth.times, 0.99);
     const floorHealth = f.health[0]!;
+    const floorP99 = percentile(floorHealth.times, 0.99);
     const checks = ({ times, failures }: HealthChecks) =>
       `p50 ${percentile(times, 0.5).toFixed(1)} ms, max ${Math.max(...times).toFixed(1)} ms, ${count(times.length)} checks (${failures} failed)`;
     for (const [where, url] of [
@@ -194,7 +195,7 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
         notes: [
           `product: ${checks(own)}`,
           `bare route: ${checks(bareHealth)}`,
-          `floor, a plain node:http server giving every question the busy 503: p99 ${percentile(floorHealth.times, 0.99).toFixed(1)} ms, ${checks(floorHealth)}`,
+          `floor, a plain node:http server giving every question the busy 503: p99 ${floorP99.toFixed(1)} ms, ${checks(floorHealth)}`,
         ],
       });
     }

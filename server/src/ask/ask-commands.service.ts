@@ -165,8 +165,7 @@ export class AskCommandService {
     return queries.findCommand(this.#db, id);
   }
 
-  /** Commands waiting for the assistant (the health record's queue_size). */
-  /** Questions waiting for the worker; `db` lets a health check count them on its own connection (Database.healthDb). */
+  /** Commands waiting for the assistant (the health record's queue_size); a health check counts them on its own connection (Database.healthDb). */
   queued(db: Db = this.#db): Promise<number> {
     return queries.queuedCount(db);
   }
