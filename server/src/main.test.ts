@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { REPO_ROOT, SERVER_NODE_OPTIONS } from './config/env.ts';
+import { REPO_ROOT, SERVER_ENVIRONMENT, SERVER_NODE_OPTIONS } from './config/env.ts';
 import { openDatabase } from './db/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './test-support/fake-openai/fake-openai.ts';
 import { ADMIN, testDatabaseKind } from './test-support/test-context.ts';
@@ -134,13 +134,15 @@ describe('running under a supervisor', () => {
   it('ships a systemd unit that runs the direct entry and restarts after Kill', () => {
     const unit = unitSettings(readFileSync(UNIT, 'utf8'));
     const execStart = unit.get('ExecStart')!.split(/\s+/);
-    // With the V8 options the server is measured with (a bounded young generation: RSS in a burst).
+    // With the V8 options and the environment the server is measured with (bounded memory: RSS in a burst).
     expect(execStart).toEqual(['/opt/concierge/node_modules/.bin/node', ...SERVER_NODE_OPTIONS, '/opt/concierge/bin/concierge.mjs']);
+    const environment = Object.entries(SERVER_ENVIRONMENT).map(([name, value]) => `${name}=${value}`);
+    expect(unit.get('Environment')?.split(/\s+/)).toEqual(environment);
     // The same entry, in this repository, is what the SIGTERM test above runs.
     expect(existsSync(path.join(REPO_ROOT, path.relative('/opt/concierge', execStart.at(-1)!)))).toBe(true);
     // npm start runs the server with them too.
     const scripts = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    expect(scripts.start).toBe(`node ${SERVER_NODE_OPTIONS.join(' ')} scripts/start.mjs`);
+    expect(scripts.start).toBe(`${environment.join(' ')} node ${SERVER_NODE_OPTIONS.join(' ')} scripts/start.mjs`);
     expect(existsSync(path.join(REPO_ROOT, 'node_modules/.bin/node'))).toBe(true);
     expect(unit.get('WorkingDirectory')).toBe('/opt/concierge');
     // Kill exits 0, so only Restart=always brings it back; systemctl stop still stops it.

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
-import { REPO_ROOT, SERVER_NODE_OPTIONS } from '../config/env.ts';
+import { REPO_ROOT, SERVER_ENVIRONMENT, SERVER_NODE_OPTIONS } from '../config/env.ts';
 
 const ENTRY = path.join(REPO_ROOT, 'bin/concierge.mjs');
 
@@ -32,7 +32,7 @@ export class ServerProcess {
   constructor(name: string, env: Record<string, string>) {
     this.name = name;
     this.#child = spawn(process.execPath, [...SERVER_NODE_OPTIONS, ENTRY], {
-      env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', WEB_DIST_DIR: path.join(REPO_ROOT, 'no-web-build-here'), ...env },
+      env: { ...SERVER_ENVIRONMENT, PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', WEB_DIST_DIR: path.join(REPO_ROOT, 'no-web-build-here'), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.exited = new Promise((resolve) => this.#child.on('exit', (code, signal) => resolve({ code, signal })));
