@@ -102,6 +102,12 @@ export interface DepsOptions {
   databaseSchema?: string;
   /** Outgoing HTTP (Turnstile's siteverify); tests may stand in for it. */
   fetch?: typeof fetch;
+  /**
+   * Run the hot path's database operations on a thread of their own
+   * (QueryThread; default true). bench/src/count-writes.ts turns it off to
+   * count every statement on the event loop's connection.
+   */
+  queryThread?: boolean;
 }
 
 export const APP_VERSION: string = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')).version;
@@ -113,7 +119,7 @@ export const APP_VERSION: string = JSON.parse(readFileSync(path.join(REPO_ROOT, 
 export async function createDeps(env: Env, options: DepsOptions = {}): Promise<Deps> {
   const clock = options.clock ?? systemClock;
   const loggers = new Loggers({ level: env.LOG_LEVEL, destination: options.logDestination });
-  const database = await openDatabase(env.DATABASE_URL, { logger: loggers.get('db'), schema: options.databaseSchema, checkpointThread: true });
+  const database = await openDatabase(env.DATABASE_URL, { logger: loggers.get('db'), schema: options.databaseSchema, checkpointThread: true, queryThread: options.queryThread ?? true });
   try {
     await migrateToLatest(database, loggers.get('db'));
     // With PostgreSQL, events of CLUSTER_EVENTS reach every process (LISTEN/NOTIFY); startServer starts hearing them.

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import type { Database, Db } from '../db/database.ts';
+import { onQueryThread } from '../db/query-thread.ts';
 import type { EventBus } from '../events.ts';
 import { localDay } from '../time-zone.ts';
 import { TurnBatch } from '../turn-batch.ts';
@@ -35,6 +36,20 @@ async function markExhausted(db: Db, day: string, now: string): Promise<boolean>
   const result = await db.updateTable('token_spend').set({ exhausted_at: now }).where('day', '=', day).where('exhausted_at', 'is', null).executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
+
+/**
+ * Adds tokens to the day's spending; returns the day's total and whether
+ * this addition is the one that first spent `budget` (0: no cap).
+ */
+const spend = onQueryThread(
+  'budget.spend',
+  async (database: Database, { day, tokens, now, budget }: { day: string; tokens: number; now: string; budget: number }): Promise<{ total: number; spentFirst: boolean }> => {
+    const total = Number((await addSpend(database.db, day, tokens, now)).tokens);
+    return { total, spentFirst: budget > 0 && total >= budget && (await markExhausted(database.db, day, now)) };
+  },
+  // Called by a TurnBatch as a turn ends.
+  { atTurnEnd: true },
+);
 
 /**
  * The spending cap (config `daily_token_budget`, 0 = none): provider tokens
@@ -120,13 +135,13 @@ export class TokenBudget {
     for (const { day, tokens } of items) perDay.set(day, (perDay.get(day) ?? 0) + tokens);
     for (const [day, tokens] of perDay) {
       const now = this.#clock.now();
-      const { tokens: total } = await addSpend(this.#database.db, day, tokens, now.toISOString());
-      this.#known = { day, tokens: Number(total), at: now.getTime() };
       const budget = this.#config.get().daily_token_budget;
-      if (budget > 0 && Number(total) >= budget && (await markExhausted(this.#database.db, day, now.toISOString()))) {
+      const { total, spentFirst } = await spend(this.#database, { day, tokens, now: now.toISOString(), budget });
+      this.#known = { day, tokens: total, at: now.getTime() };
+      if (spentFirst) {
         const action = this.#config.get().token_budget_action;
-        this.#logger.warn({ day, spent: Number(total), budget, action }, 'the daily token budget is spent');
-        this.#events.publish('budget_exhausted', { day, spent: Number(total), budget, action });
+        this.#logger.warn({ day, spent: total, budget, action }, 'the daily token budget is spent');
+        this.#events.publish('budget_exhausted', { day, spent: total, budget, action });
       }
     }
   }

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Database, Db } from '../db/database.ts';
+import { onQueryThread } from '../db/query-thread.ts';
 import { StatementTemplate } from '../db/statement-template.ts';
 import { PROVIDER_LOG_TABLE, type ProviderStep } from '../db/schema/assistant.ts';
 
@@ -35,10 +36,10 @@ const insertStatements = new Map(
 );
 
 /** Several rows of one log table in one statement (ProviderLogWriter's batches). */
-export async function insertProviderLogs(db: Db, step: ProviderStep, rows: ProviderLogRow[]): Promise<void> {
+export const insertProviderLogs = onQueryThread('assistant.insertProviderLogs', async (database: Database, { step, rows }: { step: ProviderStep; rows: ProviderLogRow[] }): Promise<void> => {
   if (rows.length === 0) return;
-  await insertStatements.get(step)!.execute(db, { rows: stored(rows) });
-}
+  await insertStatements.get(step)!.execute(database.db, { rows: stored(rows) });
+}, { atTurnEnd: true });
 
 /**
  * Rows of several log tables written together, all or none: on PostgreSQL
@@ -46,7 +47,7 @@ export async function insertProviderLogs(db: Db, step: ProviderStep, rows: Provi
  * transaction of a round trip per table and two more; a transaction on
  * SQLite, and for an uncommonly large batch.
  */
-export async function insertProviderLogBatch(database: Database, chunks: { step: ProviderStep; rows: ProviderLogRow[] }[]): Promise<void> {
+export const insertProviderLogBatch = onQueryThread('assistant.insertProviderLogBatch', async (database: Database, chunks: { step: ProviderStep; rows: ProviderLogRow[] }[]): Promise<void> => {
   const filled = chunks.filter((chunk) => chunk.rows.length > 0);
   const rows = filled.reduce((total, chunk) => total + chunk.rows.length, 0);
   // A table's rows in one INSERT each, so that they take their ids in order (the CTEs of a statement run in no set order).
@@ -59,9 +60,9 @@ export async function insertProviderLogBatch(database: Database, chunks: { step:
     return;
   }
   await database.transaction(async (trx) => {
-    for (const chunk of filled) await insertProviderLogs(trx, chunk.step, chunk.rows);
+    for (const chunk of filled) await insertStatements.get(chunk.step)!.execute(trx, { rows: stored(chunk.rows) });
   });
-}
+}, { atTurnEnd: true });
 
 export async function insertProviderLog(db: Db, step: ProviderStep, row: ProviderLogRow): Promise<void> {
   await db

@@ -112,7 +112,7 @@ export class ProviderLogWriter {
     }
     for (const chunk of chunks) {
       try {
-        await insertProviderLogs(this.#database.db, chunk.step, chunk.rows.map((pending) => pending.row));
+        await insertProviderLogs(this.#database, { step: chunk.step, rows: chunk.rows.map((pending) => pending.row) });
       } catch (error) {
         const kept = chunk.rows.filter((pending) => ++pending.attempts < MAX_ATTEMPTS);
         this.#logger.error(

@@ -198,7 +198,7 @@ describe('creating a session', () => {
 
   it('returns the row as it is read back, and counts the session and its address only when the address is new', async () => {
     const created = await queries.createSession(ctx.deps.database, values('s1', '10.0.0.1', true));
-    expect(created).toEqual(await queries.findSession(ctx.deps.database.db, 's1'));
+    expect(created).toEqual(await queries.findSession(ctx.deps.database, 's1'));
     expect(created).toMatchObject({ session_id: 's1', client_ip: '10.0.0.1', verified: true, verified_at: T0, active: true, first_seen_at: T0, expires_at: '2026-03-15T18:00:00.000Z' });
     expect(await counters()).toMatchObject({ session_count: 1, client_ip_count: 1 });
 

@@ -1,5 +1,6 @@
 import { PostgresAdapter, sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { Database, Db } from '../db/database.ts';
+import { onQueryThread } from '../db/query-thread.ts';
 import { StatementTemplate } from '../db/statement-template.ts';
 import type { ChatRole } from '../db/schema/chat.ts';
 import type { DB } from '../db/schema/index.ts';
@@ -24,10 +25,10 @@ export type SessionRow = NonNullable<Awaited<ReturnType<ReturnType<typeof sessio
 // The hot path's statements are built once (StatementTemplate); the builders stay beside them.
 const findSessionStatement = new StatementTemplate((db, { sessionId }: { sessionId: string }) => sessionById(db, sessionId));
 
-export async function findSession(db: Db, sessionId: string): Promise<SessionRow | undefined> {
-  const { rows } = await findSessionStatement.execute<SessionRow>(db, { sessionId });
+export const findSession = onQueryThread('chat.findSession', async (database: Database, sessionId: string): Promise<SessionRow | undefined> => {
+  const { rows } = await findSessionStatement.execute<SessionRow>(database.db, { sessionId });
   return rows[0];
-}
+});
 
 export interface NewSession {
   session_id: string;
@@ -56,7 +57,7 @@ export async function insertSession(db: Db, session: NewSession): Promise<void> 
  * request costs one round trip rather than a transaction of six and a read
  * (the counter rows locked in name order, as bumpCounters does).
  */
-export async function createSession(database: Database, session: NewSession): Promise<SessionRow> {
+export const createSession = onQueryThread('chat.createSession', async (database: Database, session: NewSession): Promise<SessionRow> => {
   const { now } = session;
   const row = sessionRow(session);
   if (database.dialect === 'postgres') {
@@ -87,7 +88,7 @@ export async function createSession(database: Database, session: NewSession): Pr
     await bumpCounters(trx, { session_count: 1, client_ip_count: newAddress ? 1 : 0 });
     return created;
   });
-}
+});
 
 export const markVerified = (db: Db, sessionId: string, now: string, expiresAt: string) =>
   db
@@ -185,7 +186,7 @@ const setThread = (db: Db, sessionId: string, threadId: string, now: string) =>
  * session, on the question (while `owner` holds it, with its next step) and
  * counted. One statement on PostgreSQL, a transaction on SQLite.
  */
-export async function storeThread(database: Database, thread: { sessionId: string; messageId: number; owner: string; threadId: string; now: string }): Promise<void> {
+export const storeThread = onQueryThread('chat.storeThread', async (database: Database, thread: { sessionId: string; messageId: number; owner: string; threadId: string; now: string }): Promise<void> => {
   const { sessionId, messageId, owner, threadId, now } = thread;
   const marked = { thread_id: threadId, step: 'creating_message', updated_at: now };
   if (database.dialect === 'postgres') {
@@ -200,7 +201,7 @@ export async function storeThread(database: Database, thread: { sessionId: strin
     await bumpCounters(trx, { thread_count: 1 });
     await updateOwnedMessage(trx, messageId, owner, marked);
   });
-}
+});
 
 const exchangeStatement = new StatementTemplate((db, { sessionId, outcome, now }: { sessionId: string; outcome: ExchangeOutcome; now: string }) =>
   exchangeOnSession(db, sessionId, outcome, now),
@@ -313,7 +314,7 @@ export interface ProgressMark {
  * whatever their number, so it stays prepared; the rows locked in id order,
  * see renewLeases), one transaction on SQLite.
  */
-export async function storeProgressMarks(database: Database, marks: readonly ProgressMark[]): Promise<void> {
+export const storeProgressMarks = onQueryThread('chat.storeProgressMarks', async (database: Database, marks: readonly ProgressMark[]): Promise<void> => {
   const oneEach = new Set(marks.map((mark) => mark.messageId)).size === marks.length;
   if (marks.length === 1 || database.dialect === 'sqlite' || !oneEach) {
     const store = async (db: Db) => {
@@ -338,7 +339,7 @@ export async function storeProgressMarks(database: Database, marks: readonly Pro
       cast(${column('step')} as text[]), cast(${column('updated_at')} as timestamptz[])
     ) as v(id, owner, provider_message_id, run_id, run_status, step, updated_at)
     where m.id = v.id and m.owner = v.owner and m.id in (select id from locked)`.execute(database.db);
-}
+}, { atTurnEnd: true });
 
 /**
  * Keeps the owner's claim on the questions it is answering (DESIGN §9). On
@@ -417,14 +418,16 @@ export async function releaseOrphanedInFlight(db: Db, heldBefore: string): Promi
   return Number(result.numUpdatedRows);
 }
 
-export const findMessageByClientId = (db: Db, sessionId: string, clientMessageId: string) =>
-  db
+/** The session's question sent with this client_message_id (a retry's first look: on the hot path, on the query thread). */
+export const findMessageByClientId = onQueryThread('chat.findMessageByClientId', (database: Database, { sessionId, clientMessageId }: { sessionId: string; clientMessageId: string }) =>
+  database.db
     .selectFrom('public_chat_messages')
     .selectAll()
     .where('session_id', '=', sessionId)
     .where('client_message_id', '=', clientMessageId)
     .where('role', '=', 'user')
-    .executeTakeFirst();
+    .executeTakeFirst(),
+);
 
 export const findMessage = (db: Db, id: number) => db.selectFrom('public_chat_messages').selectAll().where('id', '=', id).executeTakeFirst();
 
@@ -704,7 +707,7 @@ const storeOutcomeStatement = new StatementTemplate(
  * the session's hold (nothing is written). `newClientIp`: the session came
  * from another address, which is noted (and counted when new).
  */
-export async function insertQuestion(
+export const insertQuestion = onQueryThread('chat.insertQuestion', async (
   database: Database,
   question: {
     message: MessageValues;
@@ -713,7 +716,7 @@ export async function insertQuestion(
     newClientIp: boolean;
     counters: Record<string, number>;
   },
-): Promise<number | null> {
+): Promise<number | null> => {
   const { session, claimStaleBefore } = question;
   const seen = { client_ip: session.client_ip, user_agent: session.user_agent };
   if (database.dialect === 'postgres' && !question.newClientIp) {
@@ -737,7 +740,7 @@ export async function insertQuestion(
     if (error instanceof SessionHeld) return null;
     throw error;
   }
-}
+});
 
 /** Rolls insertQuestion's transaction back when the session's hold is taken. */
 class SessionHeld extends Error {}
@@ -749,7 +752,7 @@ class SessionHeld extends Error {}
  * the counters added. False, and nothing written, when another process took
  * the question over.
  */
-export async function storeOutcome(
+export const storeOutcome = onQueryThread('chat.storeOutcome', async (
   database: Database,
   outcome: {
     messageId: number;
@@ -761,7 +764,7 @@ export async function storeOutcome(
     now: string;
     counters: Record<string, number>;
   },
-): Promise<boolean> {
+): Promise<boolean> => {
   if (database.dialect === 'postgres') {
     const { rows } = await storeOutcomeStatement.execute(database.db, {
       messageId: outcome.messageId,
@@ -782,4 +785,4 @@ export async function storeOutcome(
     await bumpCounters(trx, outcome.counters);
     return true;
   });
-}
+});

@@ -195,7 +195,7 @@ export class ChatService implements LeasedWork {
   /** A live session by id, or undefined when unknown or expired. */
   async findSession(sessionId: string | undefined): Promise<queries.SessionRow | undefined> {
     if (!sessionId) return undefined;
-    const session = await queries.findSession(this.#db, sessionId);
+    const session = await queries.findSession(this.#options.database, sessionId);
     if (!session || session.expires_at <= this.#now().toISOString()) return undefined;
     return session;
   }
@@ -264,7 +264,7 @@ export class ChatService implements LeasedWork {
     }
 
     if (request.client_message_id) {
-      const earlier = await queries.findMessageByClientId(this.#db, session.session_id, request.client_message_id);
+      const earlier = await queries.findMessageByClientId(this.#options.database, { sessionId: session.session_id, clientMessageId: request.client_message_id });
       if (earlier) return { sessionId: session.session_id, follow: (onText) => this.#replay(earlier, onText) };
     }
 
@@ -449,7 +449,7 @@ export class ChatService implements LeasedWork {
   async cancel(sessionId: string | undefined, clientMessageId: string): Promise<ChatCancelReply> {
     const session = await this.findSession(sessionId);
     if (!session) throw unauthorized(CHAT_ERRORS.feedbackSession, 'session_required');
-    let row = await queries.findMessageByClientId(this.#db, session.session_id, clientMessageId);
+    let row = await queries.findMessageByClientId(this.#options.database, { sessionId: session.session_id, clientMessageId });
     if (!row) throw notFound(CHAT_ERRORS.questionNotFound, 'message_not_found');
     const deadline = this.#options.clock.deadline(STOP_WAIT_MS);
     let cancelledRun: string | null = null;

@@ -169,7 +169,7 @@ describe('public chat', () => {
   it('counts a window atomically under concurrency', async () => {
     const now = new Date().toISOString();
     const window = { identifier: 'session:burst', client_ip: null, window_start: now, window_end: now, max_requests: 7, now };
-    const counts = await Promise.all(Array.from({ length: 40 }, () => countInWindow(ctx.deps.database.db, window)));
+    const counts = await Promise.all(Array.from({ length: 40 }, () => countInWindow(ctx.deps.database, window)));
     expect(counts.filter((count) => count.request_count <= 7)).toHaveLength(7);
     expect(Math.max(...counts.map((count) => count.request_count))).toBe(40);
   });

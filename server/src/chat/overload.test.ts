@@ -113,8 +113,9 @@ describe('a burst of questions far over the concurrency cap (DESIGN §9 "Busy")'
     expect(mostWaiting).toBeGreaterThan(0);
     expect(mostWaiting).toBeLessThanOrEqual(CAP);
     // However many arrived at once, no more were let through to the database (sessions, limits) than the places
-    // and the wait queue hold: on PostgreSQL the crowd's reads would otherwise queue on the pool.
-    expect(mostAdmitted).toBeLessThanOrEqual(CAP);
+    // and the wait queue hold (CAP each; AskPipeline.saturated): the crowd's reads would otherwise queue on the
+    // database's pool or its query thread.
+    expect(mostAdmitted).toBeLessThanOrEqual(2 * CAP);
     expect(healthChecks).toBeGreaterThan(5);
     expect(healthFailures).toBe(0);
     // A refused question leaves nothing behind: only the answered ones are stored, and every session may ask again.

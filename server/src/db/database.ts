@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { prepareRecurring, StatementNames } from './pg-prepared.ts';
+import { QueryThread } from './query-thread.ts';
 import { NodeSqliteDatabase, NodeSqliteDialect } from './sqlite-adapter.ts';
 import { SqliteCheckpointer } from './sqlite-checkpointer.ts';
 import type { DB } from './schema/index.ts';
@@ -25,6 +26,8 @@ export interface Database {
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
   /** SQLite with `checkpointThread`: the thread that checkpoints the write-ahead log. */
   readonly checkpointer?: SqliteCheckpointer;
+  /** With `queryThread`: the thread that runs the hot path's operations (onQueryThread). */
+  readonly queryThread?: QueryThread;
   /**
    * The health checks' own connection (PostgreSQL; on SQLite the one
    * connection): a check measures the database, so it must not wait its
@@ -48,6 +51,12 @@ export interface DatabaseOptions {
    * other threads and the command-line tools keep SQLite's default.
    */
   checkpointThread?: boolean;
+  /**
+   * The hot path's operations (onQueryThread) run on a thread of their own
+   * with its own connection (SQLite, a file) or pool (PostgreSQL, as large
+   * as `poolSize`): QueryThread. The server's database asks for it.
+   */
+  queryThread?: boolean;
 }
 
 export const dialectOf = (url: string): Dialect => (url.startsWith('sqlite:') ? 'sqlite' : 'postgres');
@@ -59,13 +68,16 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
   let db: Kysely<DB>;
   let healthDb: Kysely<DB>;
   let checkpointer: SqliteCheckpointer | undefined;
+  let queryThread: QueryThread | undefined;
   if (dialect === 'sqlite') {
     const file = url.slice('sqlite:'.length);
     const sqlite = openSqlite(file);
     db = healthDb = sqlite.db;
     if (options.checkpointThread && file !== ':memory:') checkpointer = await SqliteCheckpointer.start({ file, connection: sqlite.connection, logger });
+    if (options.queryThread && file !== ':memory:') queryThread = await QueryThread.start({ url, autocheckpoint: !checkpointer, logger });
   } else {
     ({ db, healthDb } = await openPostgres(url, options));
+    if (options.queryThread) queryThread = await QueryThread.start({ url, schema: options.schema, poolSize: options.poolSize, autocheckpoint: true, logger });
   }
   return {
     db,
@@ -75,8 +87,11 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     transaction: (fn) => db.transaction().execute(fn),
     ping: (timeoutMs = 2000) => answeredWithin(sql`select 1`.execute(healthDb), timeoutMs).then(() => undefined),
     checkpointer,
+    queryThread,
     async close() {
-      // The checkpoint thread's connection closes first, so the server's, closing last, folds the whole log in.
+      // The threads' connections close first (the query thread's once its calls are answered),
+      // so the server's, closing last, folds the whole log in.
+      await queryThread?.stop();
       await checkpointer?.stop();
       if (healthDb !== db) await healthDb.destroy();
       await db.destroy();

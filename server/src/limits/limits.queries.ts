@@ -1,4 +1,5 @@
-import type { Db } from '../db/database.ts';
+import type { Database, Db } from '../db/database.ts';
+import { onQueryThread } from '../db/query-thread.ts';
 import { StatementTemplate } from '../db/statement-template.ts';
 
 export interface WindowRow {
@@ -10,9 +11,9 @@ export interface WindowRow {
 }
 
 /** Counts one request in the identifier's window (one atomic upsert); returns the count after it. */
-export async function countInWindow(db: Db, window: WindowRow & { now: string }): Promise<{ request_count: number; max_requests: number }> {
+export async function countInWindow(database: Database, window: WindowRow & { now: string }): Promise<{ request_count: number; max_requests: number }> {
   const { now, ...row } = window;
-  const [counted] = await countInWindows(db, [row], now);
+  const [counted] = await countInWindows(database, { windows: [row], now });
   return counted!;
 }
 
@@ -21,13 +22,16 @@ export async function countInWindow(db: Db, window: WindowRow & { now: string })
  * upsert, rows in identifier order (so concurrent requests lock them in the
  * same order on PostgreSQL); returns each window's count after it.
  */
-export async function countInWindows(db: Db, windows: WindowRow[], now: string): Promise<{ identifier: string; request_count: number; max_requests: number }[]> {
+export const countInWindows = onQueryThread(
+  'limits.countInWindows',
+  async (database: Database, { windows, now }: { windows: WindowRow[]; now: string }): Promise<{ identifier: string; request_count: number; max_requests: number }[]> => {
   const rows = [...windows]
     .sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0))
     .map((row) => ({ ...row, request_count: 1, limited: row.max_requests < 1, limited_at: row.max_requests < 1 ? now : null, created_at: now, updated_at: now }));
-  const { rows: counted } = await countStatement.execute<{ identifier: string; request_count: number; max_requests: number }>(db, { rows, now });
+  const { rows: counted } = await countStatement.execute<{ identifier: string; request_count: number; max_requests: number }>(database.db, { rows, now });
   return counted;
-}
+  },
+);
 
 type CountedRow = WindowRow & { request_count: number; limited: boolean; limited_at: string | null; created_at: string; updated_at: string };
 

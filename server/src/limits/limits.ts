@@ -56,11 +56,10 @@ export class WindowCounter {
   async countMany(limits: { identifier: string; max: number }[], clientIp: string | null): Promise<WindowCount[]> {
     const now = this.#clock.now();
     const window = fixedWindow(now, this.#windowMs);
-    const rows = await countInWindows(
-      this.#database.db,
-      limits.map(({ identifier, max }) => ({ identifier, client_ip: clientIp, window_start: window.start.toISOString(), window_end: window.end.toISOString(), max_requests: max })),
-      now.toISOString(),
-    );
+    const rows = await countInWindows(this.#database, {
+      windows: limits.map(({ identifier, max }) => ({ identifier, client_ip: clientIp, window_start: window.start.toISOString(), window_end: window.end.toISOString(), max_requests: max })),
+      now: now.toISOString(),
+    });
     const counts = new Map(rows.map((row) => [row.identifier, Number(row.request_count)]));
     const retryAfterSeconds = (window.end.getTime() - now.getTime()) / 1000;
     return limits.map(({ identifier, max }) => {

@@ -11,6 +11,8 @@ export function countedStatements(database: Database): { database: Database; sta
   const kinds = new Map<unknown, string>();
   const counted: Database = {
     ...database,
+    // Operations declared for the query thread run here, on this connection, where their statements are seen.
+    queryThread: undefined,
     db: database.db.withPlugin({
       transformQuery: (args) => {
         kinds.set(args.queryId, args.node.kind);

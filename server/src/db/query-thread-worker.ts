@@ -1,0 +1,77 @@
+/**
+ * The database query thread (query-thread.ts): its own connection to the
+ * server's SQLite file, running the operations declared with onQueryThread
+ * as the server's event loop posts them, and posting back each result once
+ * it is committed.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { sql } from 'kysely';
+import { openDatabase } from './database.ts';
+import { queryThreadOperations, toThreadError, type FromQueryThread, type QueryAnswer, type QueryThreadData, type ToQueryThread } from './query-thread.ts';
+// The modules that declare operations: importing them declares them here too.
+import '../chat/chat.queries.ts';
+import '../limits/limits.queries.ts';
+import '../assistant/assistant.queries.ts';
+import '../ask/token-budget.ts';
+
+const { url, schema, poolSize, autocheckpoint } = workerData as QueryThreadData;
+const parent = parentPort!;
+const post = (message: FromQueryThread) => parent.postMessage(message);
+
+try {
+  const database = await openDatabase(url, { schema, poolSize });
+  // The server's checkpoint thread copies the log back; this connection's commits do not.
+  if (database.dialect === 'sqlite' && !autocheckpoint) await sql`pragma wal_autocheckpoint = 0`.execute(database.db);
+  const operations = queryThreadOperations();
+  const running = new Set<Promise<unknown>>();
+  /** Answers of this turn, posted together at its end. */
+  let answers: QueryAnswer[] = [];
+  const flush = () => {
+    const batch = answers;
+    if (batch.length === 0) return;
+    answers = [];
+    try {
+      post({ kind: 'answers', answers: batch });
+    } catch {
+      // A result that cannot be cloned fails its own call only.
+      for (const answer of batch) {
+        try {
+          post({ kind: 'answers', answers: [answer] });
+        } catch (error) {
+          post({ kind: 'answers', answers: [{ id: answer.id, error: toThreadError(error) }] });
+        }
+      }
+    }
+  };
+  const answer = (reply: QueryAnswer) => {
+    answers.push(reply);
+    if (answers.length === 1) setImmediate(flush);
+  };
+
+  parent.on('message', (message: ToQueryThread) => {
+    if (message.kind === 'stop') {
+      void Promise.allSettled(running).then(async () => {
+        flush();
+        await database.close();
+        // Ends the thread, whatever handles the closed pools leave behind (pg's keep the loop alive for a while).
+        parent.close();
+        process.exit(0);
+      });
+      return;
+    }
+    for (const { id, name, args } of message.calls) {
+      const operation = operations.get(name);
+      const work = operation ? operation(database, args as never) : Promise.reject(new Error(`no database operation is named ${name}`));
+      const done = work.then(
+        (result) => answer({ id, result }),
+        (error: unknown) => answer({ id, error: toThreadError(error) }),
+      );
+      running.add(done);
+      void done.finally(() => running.delete(done));
+    }
+  });
+  post({ kind: 'ready', operations: [...operations.keys()] });
+} catch (error) {
+  post({ kind: 'failed', error: toThreadError(error) });
+  parent.close();
+}
