@@ -1,4 +1,5 @@
 import type { Database, Db } from '../db/database.ts';
+import { onQueryThread } from '../db/query-thread.ts';
 import { readCounters, setCounter } from '../chat/chat.queries.ts';
 
 const prefixed = (counters: Map<string, number>, prefix: string) =>
@@ -79,6 +80,9 @@ export async function addStatusCounters(db: Db, deltas: Map<string, number>): Pr
     .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('status_counters.value', '+', eb.ref('excluded.value')) })))
     .execute();
 }
+
+/** addStatusCounters as a process's periodic flush makes it, on the query thread: at the peak it is the event loop's one regular write. */
+export const flushStatusCounters = onQueryThread('status.flushCounters', (database: Database, deltas: Map<string, number>) => addStatusCounters(database.db, deltas));
 
 export async function readStatusCounters(db: Db): Promise<Map<string, number>> {
   const rows = await db.selectFrom('status_counters').select(['name', 'value']).execute();

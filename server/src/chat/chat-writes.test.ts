@@ -168,7 +168,7 @@ describe('storing a question and its outcome', () => {
       release();
       await holder;
       await marking;
-      expect(await queries.renewLeases(ctx.deps.database, 'process-a', T1)).toBe(3);
+      expect(await queries.renewLeases(ctx.deps.database, { owner: 'process-a', until: T1 })).toBe(3);
       const rows = await db().selectFrom('public_chat_messages').select(['id', 'run_id']).where('id', 'in', ids).orderBy('id').execute();
       expect(rows.map((row) => row.run_id)).toEqual(ids.map((id) => `run_${id}`));
     } finally {

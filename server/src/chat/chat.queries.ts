@@ -348,7 +348,7 @@ export const storeProgressMarks = onQueryThread('chat.storeProgressMarks', async
  * them in opposite orders (a deadlock, which PostgreSQL breaks only after a
  * second by failing one).
  */
-export async function renewLeases(database: Database, owner: string, until: string): Promise<number> {
+export const renewLeases = onQueryThread('chat.renewLeases', async (database: Database, { owner, until }: { owner: string; until: string }): Promise<number> => {
   const result = await database.db
     .updateTable('public_chat_messages')
     .set({ lease_expires_at: until })
@@ -363,7 +363,7 @@ export async function renewLeases(database: Database, owner: string, until: stri
     )
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
-}
+});
 
 /**
  * Questions whose owner is gone: still being answered, with a lease that ran

@@ -500,7 +500,7 @@ export class ChatService implements LeasedWork {
 
   /** Keeps this process's claim on the questions it is answering. */
   renew(owner: string, until: string): Promise<number> {
-    return queries.renewLeases(this.#options.database, owner, until);
+    return queries.renewLeases(this.#options.database, { owner, until });
   }
 
   /**

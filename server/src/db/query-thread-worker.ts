@@ -13,6 +13,7 @@ import '../chat/chat.queries.ts';
 import '../limits/limits.queries.ts';
 import '../assistant/assistant.queries.ts';
 import '../ask/token-budget.ts';
+import '../admin/status.queries.ts';
 
 const { url, schema, poolSize, autocheckpoint } = workerData as QueryThreadData;
 const parent = parentPort!;
