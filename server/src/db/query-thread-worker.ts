@@ -1,6 +1,6 @@
 /**
  * The database query thread (query-thread.ts): its own connection to the
- * server's SQLite file, running the operations declared with onQueryThread
+ * server's SQLite file (or its own PostgreSQL pool), running the operations declared with onQueryThread
  * as the server's event loop posts them, and posting back each result once
  * it is committed.
  */

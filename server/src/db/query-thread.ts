@@ -115,6 +115,10 @@ const WORKER_URL = new URL('./query-thread-worker.ts', import.meta.url);
  * the server's connection's do (NodeSqliteDriver): those of one turn of its
  * event loop, which takes every message waiting, commit together.
  *
+ * On PostgreSQL the thread has a pool of its own (as large as the
+ * server's), and takes the driver's and Kysely's work for each statement
+ * off the event loop.
+ *
  * When the thread stops (it should not), the calls waiting on it fail and
  * the operations run on the server's connection from then on.
  */
