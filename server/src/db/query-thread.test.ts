@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sql } from 'kysely';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as chatQueries from '../chat/chat.queries.ts';
 import { countInWindows } from '../limits/limits.queries.ts';
-import { testDatabaseKind } from '../test-support/test-context.ts';
+import { freshDatabase, testDatabaseKind } from '../test-support/test-context.ts';
 import { openDatabase, type Database } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
 import { queryThreadOperations } from './query-thread.ts';
@@ -120,5 +121,34 @@ describe.runIf(testDatabaseKind() === 'sqlite')("the hot path's database work on
     expect(database.queryThread).toBeUndefined();
     await migrateToLatest(database);
     expect(await chatQueries.createSession(database, session('s1'))).toMatchObject({ session_id: 's1' });
+  });
+});
+
+describe.runIf(testDatabaseKind() === 'postgres')("the hot path's database work on a thread of its own, on PostgreSQL", () => {
+  let database: Database | undefined;
+  let schema: string | undefined;
+  afterEach(async () => {
+    if (database && schema) await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(database.db);
+    await database?.close();
+    database = undefined;
+  });
+
+  it("runs the operations on the thread's own pool, in the server's schema, and hands PostgreSQL's errors back with their code", async () => {
+    const fresh = freshDatabase();
+    schema = fresh.schema;
+    database = await openDatabase(fresh.url, { logger, schema, queryThread: true });
+    await migrateToLatest(database);
+    const thread = database.queryThread!;
+    expect(thread).toBeDefined();
+    for (const name of queryThreadOperations().keys()) expect(thread.runs(name), name).toBe(true);
+
+    const call = vi.spyOn(thread, 'call');
+    const created = await chatQueries.createSession(database, session('s1'));
+    expect(call).toHaveBeenCalledWith('chat.createSession', expect.objectContaining({ session_id: 's1' }), false);
+    // Written in this schema (the thread's connections search it too), read back on the event loop's pool.
+    expect(await database.db.selectFrom('public_chat_sessions').selectAll().where('session_id', '=', 's1').executeTakeFirst()).toEqual(created);
+
+    const error = await chatQueries.createSession(database, session('s1')).catch((thrown: unknown) => thrown);
+    expect(error).toMatchObject({ code: '23505' });
   });
 });

@@ -68,7 +68,7 @@ export type QueryAnswer = { id: number; result: unknown; error?: undefined } | {
 /** The calls of one turn of the server's event loop go in one message, and the answers of one turn of the thread's come back in one. */
 export type ToQueryThread = { kind: 'calls'; calls: QueryCall[] } | { kind: 'stop' };
 
-/** An error as it crosses threads: its message, and the fields callers read (node:sqlite's code, errcode and errstr). */
+/** An error as it crosses threads: its message, and the fields callers read (node:sqlite's code, errcode and errstr; pg's code). */
 export interface ThreadError {
   name: string;
   message: string;
