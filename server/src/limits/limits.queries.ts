@@ -22,16 +22,16 @@ export async function countInWindow(database: Database, window: WindowRow & { no
  * upsert, rows in identifier order (so concurrent requests lock them in the
  * same order on PostgreSQL); returns each window's count after it.
  */
-export const countInWindows = onQueryThread(
-  'limits.countInWindows',
-  async (database: Database, { windows, now }: { windows: WindowRow[]; now: string }): Promise<{ identifier: string; request_count: number; max_requests: number }[]> => {
+export const countInWindows = onQueryThread('limits.countInWindows', async (
+  database: Database,
+  { windows, now }: { windows: WindowRow[]; now: string },
+): Promise<{ identifier: string; request_count: number; max_requests: number }[]> => {
   const rows = [...windows]
     .sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0))
     .map((row) => ({ ...row, request_count: 1, limited: row.max_requests < 1, limited_at: row.max_requests < 1 ? now : null, created_at: now, updated_at: now }));
   const { rows: counted } = await countStatement.execute<{ identifier: string; request_count: number; max_requests: number }>(database.db, { rows, now });
   return counted;
-  },
-);
+});
 
 type CountedRow = WindowRow & { request_count: number; limited: boolean; limited_at: string | null; created_at: string; updated_at: string };
 
