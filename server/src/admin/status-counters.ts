@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from '../db/database.ts';
-import { flushStatusCounters, readStatusCounters } from './status.queries.ts';
+import { addStatusCounters, readStatusCounters } from './status.queries.ts';
 
 /** How often counts made in this process are written. */
 const FLUSH_EVERY_MS = 1000;
@@ -38,7 +38,7 @@ export class StatusCounters {
       const batch = this.#pending;
       this.#pending = new Map();
       try {
-        await flushStatusCounters(this.#database, batch);
+        await addStatusCounters(this.#database, batch);
       } catch (error) {
         for (const [name, delta] of batch) this.add(name, delta);
         this.#logger.error({ err: error }, 'could not write the status counters; kept for the next write');

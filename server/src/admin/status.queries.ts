@@ -66,23 +66,22 @@ export async function clearThreads(database: Database, now: string) {
 /**
  * Adds to the Status screen's shared totals (status_counters): one statement
  * for every change, keys in sorted order, so concurrent writers lock the
- * rows in the same order (no deadlocks on PostgreSQL).
+ * rows in the same order (no deadlocks on PostgreSQL). A process's periodic
+ * flush (StatusCounters) is the event loop's one regular write at the peak:
+ * it runs on the query thread.
  */
-export async function addStatusCounters(db: Db, deltas: Map<string, number>): Promise<void> {
+export const addStatusCounters = onQueryThread('status.addCounters', async (database: Database, deltas: Map<string, number>): Promise<void> => {
   const rows = [...deltas]
     .filter(([, delta]) => delta !== 0)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([name, value]) => ({ name, value }));
   if (rows.length === 0) return;
-  await db
+  await database.db
     .insertInto('status_counters')
     .values(rows)
     .onConflict((conflict) => conflict.column('name').doUpdateSet((eb) => ({ value: eb('status_counters.value', '+', eb.ref('excluded.value')) })))
     .execute();
-}
-
-/** addStatusCounters as a process's periodic flush makes it, on the query thread: at the peak it is the event loop's one regular write. */
-export const flushStatusCounters = onQueryThread('status.flushCounters', (database: Database, deltas: Map<string, number>) => addStatusCounters(database.db, deltas));
+});
 
 export async function readStatusCounters(db: Db): Promise<Map<string, number>> {
   const rows = await db.selectFrom('status_counters').select(['name', 'value']).execute();

@@ -35,10 +35,13 @@ const insertStatements = new Map(
   (Object.keys(PROVIDER_LOG_TABLE) as ProviderStep[]).map((step) => [step, new StatementTemplate((db, { rows }: { rows: StoredRow[] }) => insertStored(db, step, rows))]),
 );
 
+/** Several rows of one log table in one templated statement. */
+const insertLogRows = (db: Db, step: ProviderStep, rows: ProviderLogRow[]) => insertStatements.get(step)!.execute(db, { rows: stored(rows) });
+
 /** Several rows of one log table in one statement (ProviderLogWriter's batches). */
 export const insertProviderLogs = onQueryThread('assistant.insertProviderLogs', async (database: Database, { step, rows }: { step: ProviderStep; rows: ProviderLogRow[] }): Promise<void> => {
   if (rows.length === 0) return;
-  await insertStatements.get(step)!.execute(database.db, { rows: stored(rows) });
+  await insertLogRows(database.db, step, rows);
 }, { atTurnEnd: true });
 
 /**
@@ -60,7 +63,7 @@ export const insertProviderLogBatch = onQueryThread('assistant.insertProviderLog
     return;
   }
   await database.transaction(async (trx) => {
-    for (const chunk of filled) await insertStatements.get(chunk.step)!.execute(trx, { rows: stored(chunk.rows) });
+    for (const chunk of filled) await insertLogRows(trx, chunk.step, chunk.rows);
   });
 }, { atTurnEnd: true });
 

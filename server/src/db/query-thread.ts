@@ -11,9 +11,10 @@ const operations = new Map<string, Operation>();
 /**
  * Declares one of the hot path's database operations, under a name the query
  * thread knows it by. The function returned runs it on the database's query
- * thread when it has one that knows the name (a file SQLite database of the
- * server), and where it is called otherwise (PostgreSQL, an in-memory
- * database, the command-line tools, or a thread that stopped). Either way
+ * thread when it has one that knows the name (the server's database, a
+ * SQLite file or PostgreSQL), and where it is called otherwise (an
+ * in-memory database, the command-line tools, a database opened without
+ * one, or a thread that stopped). Either way
  * it resolves once what it wrote is committed.
  *
  * An operation takes the Database, never an open transaction: it runs whole
