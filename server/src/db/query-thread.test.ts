@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as chatQueries from '../chat/chat.queries.ts';
 import { countInWindows } from '../limits/limits.queries.ts';
+import { sqliteFileForEachTest } from '../test-support/sqlite-file.ts';
 import { freshDatabase, testDatabaseKind } from '../test-support/test-context.ts';
 import { openDatabase, type Database } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
@@ -33,22 +31,13 @@ const window = (identifier: string) => ({
 });
 
 describe.runIf(testDatabaseKind() === 'sqlite')("the hot path's database work on a thread of its own", () => {
-  let dir: string;
-  let file: string;
-  let database: Database | undefined;
+  const temp = sqliteFileForEachTest('query-thread');
   beforeEach(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'concierge-query-thread-'));
-    file = path.join(dir, 'db.sqlite');
     logLines.length = 0;
-  });
-  afterEach(async () => {
-    await database?.close();
-    database = undefined;
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const open = async () => {
-    database = await openDatabase(`sqlite:${file}`, { logger, checkpointThread: true, queryThread: true });
+    const database = (temp.database = await openDatabase(`sqlite:${temp.file}`, { logger, checkpointThread: true, queryThread: true }));
     await migrateToLatest(database);
     return database;
   };
@@ -108,16 +97,16 @@ describe.runIf(testDatabaseKind() === 'sqlite')("the hot path's database work on
     const db = await open();
     const writes = Array.from({ length: 25 }, (_, i) => chatQueries.createSession(db, session(`s${i}`)));
     await db.close();
-    database = undefined;
+    temp.database = undefined;
     expect(await Promise.all(writes)).toHaveLength(25);
 
-    const reopened = (database = await openDatabase(`sqlite:${file}`));
+    const reopened = (temp.database = await openDatabase(`sqlite:${temp.file}`));
     const { count } = await reopened.db.selectFrom('public_chat_sessions').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow();
     expect(Number(count)).toBe(25);
   });
 
   it('is not started for an in-memory database, whose rows live in its one connection', async () => {
-    database = await openDatabase('sqlite::memory:', { queryThread: true });
+    const database = (temp.database = await openDatabase('sqlite::memory:', { queryThread: true }));
     expect(database.queryThread).toBeUndefined();
     await migrateToLatest(database);
     expect(await chatQueries.createSession(database, session('s1'))).toMatchObject({ session_id: 's1' });

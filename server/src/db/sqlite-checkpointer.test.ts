@@ -1,9 +1,8 @@
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { existsSync, statSync } from 'node:fs';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sqliteFileForEachTest } from '../test-support/sqlite-file.ts';
 import { testDatabaseKind } from '../test-support/test-context.ts';
 import { openDatabase, type Database } from './database.ts';
 import type { CheckpointResult } from './sqlite-checkpoint-worker.ts';
@@ -13,23 +12,14 @@ const logLines: { level: number; msg: string }[] = [];
 const logger = pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line) as { level: number; msg: string }) });
 
 describe.runIf(testDatabaseKind() === 'sqlite')('SQLite checkpoints in a thread of their own', () => {
-  let dir: string;
-  let file: string;
-  let database: Database | undefined;
+  const temp = sqliteFileForEachTest('checkpoint');
   beforeEach(() => {
-    dir = mkdtempSync(path.join(tmpdir(), 'concierge-checkpoint-'));
-    file = path.join(dir, 'db.sqlite');
     logLines.length = 0;
   });
-  afterEach(async () => {
-    await database?.close();
-    database = undefined;
-    rmSync(dir, { recursive: true, force: true });
-  });
 
-  const open = async () => (database = await openDatabase(`sqlite:${file}`, { logger, checkpointThread: true }));
+  const open = async () => (temp.database = await openDatabase(`sqlite:${temp.file}`, { logger, checkpointThread: true }));
   const autocheckpoint = async (db: Database) => Object.values((await sql.raw('pragma wal_autocheckpoint').execute(db.db)).rows[0] as object)[0];
-  const walBytes = () => (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
+  const walBytes = () => (existsSync(`${temp.file}-wal`) ? statSync(`${temp.file}-wal`).size : 0);
   /** `count` commits of one 1 KB row each: a page or two of log apiece. */
   const commits = async (db: Database, count: number) => {
     for (let i = 0; i < count; i++) await sql`insert into notes (body) values (${'x'.repeat(1024)})`.execute(db.db);
@@ -81,11 +71,11 @@ describe.runIf(testDatabaseKind() === 'sqlite')('SQLite checkpoints in a thread 
     await commits(db, 50);
     const thread = db.checkpointer!.thread;
     await db.close();
-    database = undefined;
+    temp.database = undefined;
     expect(thread.threadId).toBe(-1);
     expect(walBytes()).toBe(0);
 
-    const again = await openDatabase(`sqlite:${file}`);
+    const again = await openDatabase(`sqlite:${temp.file}`);
     const { rows } = await sql<{ n: number }>`select count(*) as n from notes`.execute(again.db);
     expect(rows[0]!.n).toBe(50);
     await again.close();
@@ -95,7 +85,7 @@ describe.runIf(testDatabaseKind() === 'sqlite')('SQLite checkpoints in a thread 
     const memory = await openDatabase('sqlite::memory:', { checkpointThread: true });
     expect(memory.checkpointer).toBeUndefined();
     await memory.close();
-    const plain = (database = await openDatabase(`sqlite:${file}`));
+    const plain = (temp.database = await openDatabase(`sqlite:${temp.file}`));
     expect(plain.checkpointer).toBeUndefined();
     expect(await autocheckpoint(plain)).toBe(SQLITE_AUTOCHECKPOINT_PAGES);
   });
