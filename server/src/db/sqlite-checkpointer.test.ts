@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { sql } from 'kysely';
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { sqliteFileForEachTest } from '../test-support/sqlite-file.ts';
 import { testDatabaseKind } from '../test-support/test-context.ts';
 import { openDatabase, type Database } from './database.ts';
