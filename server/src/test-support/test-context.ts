@@ -49,6 +49,8 @@ export function freshDatabase(): FreshDatabase {
       schema,
       async dispose(deps) {
         await deps.counters?.flush(); // what closing would write, while the schema is still there (some tests pass a bare database)
+        // The query thread's pool may still be writing (a lease renewal, call logs): a DROP beside it can deadlock.
+        await deps.database.queryThread?.stop();
         await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(deps.database.db);
         await deps.close();
       },
