@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
 import { answeredWithin } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
+import { NodeSqliteDatabase } from './sqlite-adapter.ts';
 
 describe(`data layer on ${testDatabaseKind()}`, () => {
   let ctx: TestContext;
@@ -110,6 +111,41 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
     // SQLite numbers a table's rows in the order they were inserted.
     const { rows } = await sql<{ name: string }>`select name from app_settings where name like 'queued %' order by rowid`.execute(database.db);
     expect(rows.map((row) => row.name)).toEqual(['queued 0', 'queued 1', 'queued 2', 'queued 3', 'queued 4', 'queued 5', 'queued 6']);
+  });
+
+  it.runIf(testDatabaseKind() === 'sqlite')('begins again a transaction SQLite refused busy before its busy timeout, and fails at once on other errors', async () => {
+    const { database } = ctx.deps;
+    // SQLite's refusals as node:sqlite throws them: SQLITE_BUSY, then SQLITE_BUSY_SNAPSHOT (an extended code).
+    const refusal = (errcode: number) => Object.assign(new Error('database is locked'), { code: 'ERR_SQLITE_ERROR', errcode });
+    const refusals: number[] = [];
+    let begins = 0;
+    const prepare = NodeSqliteDatabase.prototype.prepare;
+    NodeSqliteDatabase.prototype.prepare = function (this: NodeSqliteDatabase, text: string) {
+      const statement = prepare.call(this, text);
+      if (text !== 'begin immediate') return statement;
+      begins++;
+      const errcode = refusals.shift();
+      if (errcode === undefined) return statement;
+      return Object.assign(Object.create(statement) as typeof statement, {
+        run: () => {
+          throw refusal(errcode);
+        },
+      });
+    };
+    try {
+      const setting = (name: string) => ({ name, value: '1', created_at: now() });
+      refusals.push(5, 5);
+      await database.db.insertInto('app_settings').values(setting('after two refusals')).execute();
+      await database.transaction((trx) => trx.insertInto('app_settings').values(setting('in a transaction')).execute());
+      expect(begins).toBe(4);
+      refusals.push(517);
+      await expect(database.db.insertInto('app_settings').values(setting('never')).execute()).rejects.toMatchObject({ errcode: 517 });
+      expect(begins).toBe(5);
+    } finally {
+      NodeSqliteDatabase.prototype.prepare = prepare;
+    }
+    const names = await database.db.selectFrom('app_settings').select('name').where('name', 'in', ['after two refusals', 'in a transaction', 'never']).orderBy('name').execute();
+    expect(names.map((row) => row.name)).toEqual(['after two refusals', 'in a transaction']);
   });
 
   // Kysely streams from SQLite as its own driver did; PostgreSQL would need pg-cursor, which the product does not use.
