@@ -9,6 +9,7 @@ import { startBareChat } from './bare-chat.ts';
 import type { FromLoad, LoadSetup, RoundRequest, RoundResult, ToLoad } from './chat-load.ts';
 import { RoundProfiler, type ProfileKind } from './cpu-profile.ts';
 import { count, type Engine } from './engines.ts';
+import { machineCpu, machineCpuSince, type MachineCpu } from './machine-cpu.ts';
 import { percentile, type BenchResult } from './report.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -121,10 +122,14 @@ interface RoundFigures {
   serverUtilization: number;
   /** CPU time of the server's thread per answer (ms): its own work, which the machine's other load moves little. */
   serverCpuPerAnswer: number;
+  /** CPU time of the whole machine per answer (ms): every thread and process, PostgreSQL's included; null without /proc. */
+  machineCpuPerAnswer: number | null;
+  /** Of that, the local PostgreSQL server's processes. */
+  postgresCpuPerAnswer: number | null;
   loadUtilization: number;
 }
 
-type Measured = RoundResult & { serverUtilization: number; serverCpuMs: number };
+type Measured = RoundResult & { serverUtilization: number; serverCpuMs: number; machine: MachineCpu | null };
 
 const median = (values: number[]) => percentile(values, 0.5);
 
@@ -136,6 +141,8 @@ function figures(result: Measured): RoundFigures {
     answers: result.latencies.length,
     serverUtilization: result.serverUtilization,
     serverCpuPerAnswer: result.serverCpuMs / Math.max(1, result.latencies.length),
+    machineCpuPerAnswer: result.machine ? result.machine.busyMs / Math.max(1, result.latencies.length) : null,
+    postgresCpuPerAnswer: result.machine ? result.machine.postgresMs / Math.max(1, result.latencies.length) : null,
     loadUtilization: result.loadUtilization,
   };
 }
@@ -201,16 +208,20 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
         await profiler?.start();
         const loopBefore = performance.eventLoopUtilization();
         const cpuBefore = process.threadCpuUsage();
+        const machineBefore = machineCpu();
         const measured = await worker.round({ ...load, target: targets[side], questionsPerSession: options.questionsPerSession });
         const cpu = process.threadCpuUsage(cpuBefore);
-        const result = { ...measured, serverUtilization: performance.eventLoopUtilization(loopBefore).utilization, serverCpuMs: (cpu.user + cpu.system) / 1000 };
+        const machine = machineCpuSince(machineBefore);
+        const result = { ...measured, serverUtilization: performance.eventLoopUtilization(loopBefore).utilization, serverCpuMs: (cpu.user + cpu.system) / 1000, machine };
         await profiler?.stop(`${engine.name}-${side}-${round + 1}`);
         results[side].push(result);
         const f = figures(result);
         console.log(
           `      round ${round + 1} ${side.padEnd(7)} ${count(f.answers)} answers in ${(result.elapsedMs / 1000).toFixed(1)} s: ` +
             `p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, ${f.throughput.toFixed(1)} answers/s, ${Object.values(result.failures).reduce((a, b) => a + b, 0)} non-200, ` +
-            `event loops busy: server ${pct(f.serverUtilization)}, load ${pct(f.loadUtilization)}; server CPU ${ms(f.serverCpuPerAnswer)} per answer`,
+            `event loops busy: server ${pct(f.serverUtilization)}, load ${pct(f.loadUtilization)}; server CPU ${ms(f.serverCpuPerAnswer)} per answer` +
+            (f.machineCpuPerAnswer === null ? '' : `, machine ${ms(f.machineCpuPerAnswer)}`) +
+            ((f.postgresCpuPerAnswer ?? 0) >= 0.05 ? ` (PostgreSQL ${ms(f.postgresCpuPerAnswer!)})` : ''),
         );
       }
     }
@@ -288,6 +299,7 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
         `event loops busy (median of rounds): server under test ${busy(p, 'serverUtilization')} product, ${busy(b, 'serverUtilization')} bare; ` +
           `load worker ${busy(p, 'loadUtilization')} / ${busy(b, 'loadUtilization')}`,
         `CPU time of the server's thread per answer (median of rounds): product ${ms(median(p.rounds.map((f) => f.serverCpuPerAnswer)))}, bare ${ms(median(b.rounds.map((f) => f.serverCpuPerAnswer)))}`,
+        ...machineNote(p.rounds, b.rounds),
         `timed answers: product ${count(p.answers)} in ${count(p.sessions)} sessions; bare ${count(b.answers)} in ${count(b.sessions)} sessions`,
         `product database after all rounds (warm-up included): ${Object.entries(rows)
           .map(([table, n]) => `${table} ${count(n)}`)
@@ -310,6 +322,23 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
   } finally {
     for (const cleanup of cleanups) await cleanup();
   }
+}
+
+/**
+ * The machine's CPU per answer, both sides: what the answers cost the cores
+ * that the server's threads, the load and PostgreSQL share (empty without /proc).
+ */
+function machineNote(productRounds: RoundFigures[], bareRounds: RoundFigures[]): string[] {
+  const of = (rounds: RoundFigures[], key: 'machineCpuPerAnswer' | 'postgresCpuPerAnswer') => {
+    const values = rounds.map((f) => f[key]).filter((value): value is number => value !== null);
+    return values.length === rounds.length ? median(values) : null;
+  };
+  const [product, bare, postgres] = [of(productRounds, 'machineCpuPerAnswer'), of(bareRounds, 'machineCpuPerAnswer'), of(productRounds, 'postgresCpuPerAnswer')];
+  if (product === null || bare === null) return [];
+  return [
+    `CPU time of the whole machine per answer (every process, the load and PostgreSQL included; median of rounds): product ${ms(product)}` +
+      `${postgres && postgres >= 0.05 ? ` (PostgreSQL's processes ${ms(postgres)})` : ''}, bare ${ms(bare)}`,
+  ];
 }
 
 /** Rows the product wrote: the chat's tables and the provider call logs. */

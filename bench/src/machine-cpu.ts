@@ -1,0 +1,52 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Linux counts CPU time in /proc in ticks of 1/100 s (USER_HZ, 100 on every architecture Node runs on). */
+const TICK_MS = 10;
+
+/** CPU time spent so far, in ms: by the whole machine, and within it by the local PostgreSQL server's processes. */
+export interface MachineCpu {
+  busyMs: number;
+  postgresMs: number;
+}
+
+/**
+ * The machine's busy CPU time (every core, every process: the server's
+ * threads, the load, PostgreSQL, the kernel's network work) from /proc/stat,
+ * and the local PostgreSQL processes' share from /proc/<pid>/stat; null where
+ * there is no /proc. Two readings around a round give what its answers cost
+ * the machine, which a 2-core machine runs out of before one thread does.
+ */
+export function machineCpu(): MachineCpu | null {
+  let stat: string;
+  try {
+    stat = readFileSync('/proc/stat', 'utf8');
+  } catch {
+    return null;
+  }
+  // cpu  user nice system idle iowait irq softirq steal …
+  const [user, nice, system, , , irq, softirq, steal] = stat.slice(0, stat.indexOf('\n')).trim().split(/\s+/).slice(1).map(Number);
+  const busy = [user, nice, system, irq, softirq, steal].reduce<number>((total, ticks) => total + (ticks ?? 0), 0);
+  let postgres = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let line: string;
+    try {
+      line = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // gone since the listing
+    }
+    const nameEnd = line.lastIndexOf(')');
+    if (!line.slice(line.indexOf('(') + 1, nameEnd).startsWith('postgres')) continue;
+    // After "pid (comm) ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+    const fields = line.slice(nameEnd + 2).split(' ');
+    postgres += Number(fields[11]) + Number(fields[12]);
+  }
+  return { busyMs: busy * TICK_MS, postgresMs: postgres * TICK_MS };
+}
+
+/** What the machine spent between two readings. */
+export function machineCpuSince(before: MachineCpu | null): MachineCpu | null {
+  const now = machineCpu();
+  if (!before || !now) return null;
+  return { busyMs: now.busyMs - before.busyMs, postgresMs: now.postgresMs - before.postgresMs };
+}
