@@ -127,7 +127,7 @@ function openSqlite(file: string): { db: Kysely<DB>; connection: NodeSqliteDatab
   if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const database = new NodeSqliteDatabase(file);
   // WAL lets readers proceed while a write is in progress; NORMAL sync is safe with WAL.
-  database.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma foreign_keys = on; pragma busy_timeout = 5000;');
+  database.exec('pragma journal_mode = wal; pragma synchronous = normal; pragma foreign_keys = on;');
   return { db: new Kysely<DB>({ dialect: new NodeSqliteDialect(database) }), connection: database };
 }
 

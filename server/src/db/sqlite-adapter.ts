@@ -199,7 +199,7 @@ interface SharedCommit {
 const BEGIN = CompiledQuery.raw('begin immediate');
 /** SQLite's SQLITE_BUSY, as node:sqlite reports it (extended codes such as SQLITE_BUSY_SNAPSHOT differ). */
 const SQLITE_BUSY = 5;
-/** What a statement waits for another connection's lock, here and in SQLite's busy handler. */
+/** What a statement waits for another connection's lock: the connection's busy timeout, and the bound of #begin's attempts. */
 const BUSY_TIMEOUT_MS = 5_000;
 /** A cell that never changes, for Atomics.wait to sleep on. */
 const PAUSE = new Int32Array(new SharedArrayBuffer(4));
@@ -355,7 +355,7 @@ class NodeSqliteDriver implements Driver {
    * the busy timeout has not run out. With the query thread's and the event
    * loop's connections both writing on a loaded machine, SQLite sometimes
    * gives up about 20 ms into a BEGIN instead of waiting out its busy timeout
-   * (the chat bench under a profiler: 2 to 43 failed answers a round, and a
+   * (the chat bench under a profiler: 1 to 43 failed answers a round, and a
    * 500 on a session check); a second BEGIN went through at once each time.
    * The pause between attempts blocks the thread, as SQLite's own wait does.
    */
