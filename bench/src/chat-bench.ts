@@ -75,7 +75,7 @@ class LoadWorker {
   #failed: Error | null = null;
 
   private constructor(setup: LoadSetup) {
-    this.#worker = new Worker(new URL('./chat-load.ts', import.meta.url), { workerData: setup });
+    this.#worker = new Worker(new URL('./chat-load.ts', import.meta.url), { name: 'chat-load', workerData: setup });
     this.#worker.on('message', (message: FromLoad) => this.#waiting?.(message));
     this.#worker.on('error', (error) => {
       this.#failed = error;
@@ -221,7 +221,8 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
             `p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, ${f.throughput.toFixed(1)} answers/s, ${Object.values(result.failures).reduce((a, b) => a + b, 0)} non-200, ` +
             `event loops busy: server ${pct(f.serverUtilization)}, load ${pct(f.loadUtilization)}; server CPU ${ms(f.serverCpuPerAnswer)} per answer` +
             (f.machineCpuPerAnswer === null ? '' : `, machine ${ms(f.machineCpuPerAnswer)}`) +
-            ((f.postgresCpuPerAnswer ?? 0) >= 0.05 ? ` (PostgreSQL ${ms(f.postgresCpuPerAnswer!)})` : ''),
+            ((f.postgresCpuPerAnswer ?? 0) >= 0.05 ? ` (PostgreSQL ${ms(f.postgresCpuPerAnswer!)})` : '') +
+            threadsNote(result),
         );
       }
     }
@@ -322,6 +323,16 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
   } finally {
     for (const cleanup of cleanups) await cleanup();
   }
+}
+
+/** This process's threads that spent 0.05 ms or more per answer: the server's (MainThread, its query and checkpoint threads), V8's and the load's. */
+function threadsNote(result: Measured): string {
+  if (!result.machine) return '';
+  const perAnswer = Object.entries(result.machine.threadsMs)
+    .map(([name, spent]) => [name, spent / Math.max(1, result.latencies.length)] as const)
+    .filter(([, spent]) => spent >= 0.05)
+    .sort(([, a], [, b]) => b - a);
+  return `; threads ${perAnswer.map(([name, spent]) => `${name} ${spent.toFixed(2)}`).join(', ')} ms`;
 }
 
 /**

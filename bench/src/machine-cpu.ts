@@ -3,10 +3,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** Linux counts CPU time in /proc in ticks of 1/100 s (USER_HZ, 100 on every architecture Node runs on). */
 const TICK_MS = 10;
 
-/** CPU time spent so far, in ms: by the whole machine, and within it by the local PostgreSQL server's processes. */
+/** CPU time spent so far, in ms: by the whole machine, and within it by the local PostgreSQL server's processes and by this process's threads. */
 export interface MachineCpu {
   busyMs: number;
   postgresMs: number;
+  /** This process's threads by name (a worker's `name`; V8's helpers share theirs). */
+  threadsMs: Record<string, number>;
 }
 
 /**
@@ -35,18 +37,32 @@ export function machineCpu(): MachineCpu | null {
     } catch {
       continue; // gone since the listing
     }
-    const nameEnd = line.lastIndexOf(')');
-    if (!line.slice(line.indexOf('(') + 1, nameEnd).startsWith('postgres')) continue;
-    // After "pid (comm) ": state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
-    const fields = line.slice(nameEnd + 2).split(' ');
-    postgres += Number(fields[11]) + Number(fields[12]);
+    if (!line.slice(line.indexOf('(') + 1, line.lastIndexOf(')')).startsWith('postgres')) continue;
+    postgres += cpuTicks(line);
   }
-  return { busyMs: busy * TICK_MS, postgresMs: postgres * TICK_MS };
+  const threadsMs: Record<string, number> = {};
+  for (const task of readdirSync('/proc/self/task')) {
+    try {
+      const line = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
+      const name = line.slice(line.indexOf('(') + 1, line.lastIndexOf(')'));
+      threadsMs[name] = (threadsMs[name] ?? 0) + cpuTicks(line) * TICK_MS;
+    } catch {
+      // ended since the listing
+    }
+  }
+  return { busyMs: busy * TICK_MS, postgresMs: postgres * TICK_MS, threadsMs };
+}
+
+/** User and system ticks of a /proc stat line: after "pid (comm) ", state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime. */
+function cpuTicks(line: string): number {
+  const fields = line.slice(line.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
 }
 
 /** What the machine spent between two readings. */
 export function machineCpuSince(before: MachineCpu | null): MachineCpu | null {
   const now = machineCpu();
   if (!before || !now) return null;
-  return { busyMs: now.busyMs - before.busyMs, postgresMs: now.postgresMs - before.postgresMs };
+  const threadsMs = Object.fromEntries(Object.entries(now.threadsMs).map(([name, ms]) => [name, ms - (before.threadsMs[name] ?? 0)]));
+  return { busyMs: now.busyMs - before.busyMs, postgresMs: now.postgresMs - before.postgresMs, threadsMs };
 }

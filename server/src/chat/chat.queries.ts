@@ -25,10 +25,29 @@ export type SessionRow = NonNullable<Awaited<ReturnType<ReturnType<typeof sessio
 // The hot path's statements are built once (StatementTemplate); the builders stay beside them.
 const findSessionStatement = new StatementTemplate((db, { sessionId }: { sessionId: string }) => sessionById(db, sessionId));
 
-export const findSession = onQueryThread('chat.findSession', async (database: Database, sessionId: string): Promise<SessionRow | undefined> => {
-  const { rows } = await findSessionStatement.execute<SessionRow>(database.db, { sessionId });
-  return rows[0];
-});
+export const findSession = onQueryThread(
+  'chat.findSession',
+  async (database: Database, sessionId: string): Promise<SessionRow | undefined> => {
+    const { rows } = await findSessionStatement.execute<SessionRow>(database.db, { sessionId });
+    return rows[0];
+  },
+  {
+    // The sessions of the requests that came in together, read in one statement.
+    batch: {
+      dialects: ['postgres', 'sqlite'],
+      run: async (database, sessionIds) => {
+        const ids = [...new Set(sessionIds)];
+        const statement =
+          database.dialect === 'postgres'
+            ? sql<SessionRow>`select * from public_chat_sessions where session_id = any(cast(${ids} as text[]))`
+            : sql<SessionRow>`select * from public_chat_sessions where session_id in (select value from json_each(${JSON.stringify(ids)}))`;
+        const { rows } = await statement.execute(database.db);
+        const byId = new Map(rows.map((row) => [row.session_id, row]));
+        return sessionIds.map((id) => byId.get(id));
+      },
+    },
+  },
+);
 
 export interface NewSession {
   session_id: string;
@@ -625,8 +644,7 @@ function messageAsJson(message: MessageValues): MessageAsJson {
 
 /** INSERT … SELECT of one public_chat_messages row (given as JSON) when `guard` holds. */
 function insertMessageWhen(db: Db, message: MessageAsJson, guard: Expression<SqlBool>) {
-  // A key whose value is undefined is no column (StatementTemplate leaves such keys out of what the build sees).
-  const columns = Object.keys(message.row).filter((column) => message.row[column as keyof NewMessageRow] !== undefined) as (keyof NewMessageRow & 'content')[];
+  const columns = columnsOf(message.row) as (keyof NewMessageRow & 'content')[];
   return db
     .insertInto('public_chat_messages')
     .columns(columns)
@@ -637,6 +655,9 @@ function insertMessageWhen(db: Db, message: MessageAsJson, guard: Expression<Sql
         .where(guard),
     );
 }
+
+/** The columns a row's values set: its keys, less those whose value is undefined (StatementTemplate and Kysely leave them out too). */
+const columnsOf = (row: object): string[] => Object.entries(row).flatMap(([column, value]) => (value === undefined ? [] : [column]));
 
 /** The counter changes of bumpCounters as JSON rows for bumpCountersWhen; undefined when there is nothing to add. */
 function countersAsJson(deltas: Record<string, number>): string | undefined {
@@ -707,16 +728,15 @@ const storeOutcomeStatement = new StatementTemplate(
  * the session's hold (nothing is written). `newClientIp`: the session came
  * from another address, which is noted (and counted when new).
  */
-export const insertQuestion = onQueryThread('chat.insertQuestion', async (
-  database: Database,
-  question: {
-    message: MessageValues;
-    session: { session_id: string; client_ip: string | null; user_agent: string | null; now: string; expires_at: string };
-    claimStaleBefore: string | null;
-    newClientIp: boolean;
-    counters: Record<string, number>;
-  },
-): Promise<number | null> => {
+export interface NewQuestion {
+  message: MessageValues;
+  session: { session_id: string; client_ip: string | null; user_agent: string | null; now: string; expires_at: string };
+  claimStaleBefore: string | null;
+  newClientIp: boolean;
+  counters: Record<string, number>;
+}
+
+export const insertQuestion = onQueryThread('chat.insertQuestion', async (database: Database, question: NewQuestion): Promise<number | null> => {
   const { session, claimStaleBefore } = question;
   const seen = { client_ip: session.client_ip, user_agent: session.user_agent };
   if (database.dialect === 'postgres' && !question.newClientIp) {
@@ -740,6 +760,14 @@ export const insertQuestion = onQueryThread('chat.insertQuestion', async (
     if (error instanceof SessionHeld) return null;
     throw error;
   }
+}, {
+  batch: {
+    dialects: ['postgres'],
+    // A question from a new address notes the address too: it goes alone.
+    shape: (question) => (question.newClientIp ? undefined : `${columnsOf(messageAsJson(question.message).row).join(',')}`),
+    keys: (question) => [question.session.session_id],
+    run: (database, questions) => insertQuestions(database.db, questions),
+  },
 });
 
 /** Rolls insertQuestion's transaction back when the session's hold is taken. */
@@ -752,19 +780,18 @@ class SessionHeld extends Error {}
  * the counters added. False, and nothing written, when another process took
  * the question over.
  */
-export const storeOutcome = onQueryThread('chat.storeOutcome', async (
-  database: Database,
-  outcome: {
-    messageId: number;
-    owner: string;
-    changes: Parameters<typeof updateMessage>[2];
-    answer: MessageValues | null;
-    sessionId: string;
-    exchange: ExchangeOutcome;
-    now: string;
-    counters: Record<string, number>;
-  },
-): Promise<boolean> => {
+export interface Outcome {
+  messageId: number;
+  owner: string;
+  changes: Parameters<typeof updateMessage>[2];
+  answer: MessageValues | null;
+  sessionId: string;
+  exchange: ExchangeOutcome;
+  now: string;
+  counters: Record<string, number>;
+}
+
+export const storeOutcome = onQueryThread('chat.storeOutcome', async (database: Database, outcome: Outcome): Promise<boolean> => {
   if (database.dialect === 'postgres') {
     const { rows } = await storeOutcomeStatement.execute(database.db, {
       messageId: outcome.messageId,
@@ -785,4 +812,132 @@ export const storeOutcome = onQueryThread('chat.storeOutcome', async (
     await bumpCounters(trx, outcome.counters);
     return true;
   });
+}, {
+  batch: {
+    dialects: ['postgres'],
+    shape: (outcome) => `${columnsOf(outcome.changes).join(',')}|${outcome.answer ? columnsOf(messageAsJson(outcome.answer).row).join(',') : '-'}`,
+    keys: (outcome) => [`message:${outcome.messageId}`, `session:${outcome.sessionId}`],
+    run: (database, outcomes) => storeOutcomes(database.db, outcomes),
+  },
 });
+
+/*
+ * The same two writes for several questions in one statement (PostgreSQL):
+ * the batches of the query thread (OperationBatch), for the questions
+ * stored, and the outcomes that ended, in one turn of the server's event
+ * loop. Each call's values are one element of a JSON array, numbered `i`;
+ * the rows they lock (questions by id, sessions by id) are locked first in
+ * that order, as storeProgressMarks and renewLeases lock theirs, so that two
+ * such statements never wait on each other in opposite orders; the counters
+ * of every call written are added up by name into one upsert. The batch's
+ * calls share a shape (their columns) and never a question or a session.
+ */
+
+const messageColumns = (columns: readonly string[], from: string) => ({
+  into: sql.join(columns.map((column) => sql.id(column))),
+  values: sql.join(columns.map((column) => sql.ref(`${from}.${column}`))),
+});
+
+/** Adds up the counters (`counters`, JSON rows as countersAsJson writes them) of the rows of `calls` that `written` names, into this connection's shard. */
+const countersOfWritten = (calls: string, written: string, on: string) =>
+  sql.raw(`insert into public_chat_counters (name, shard, value)
+    select c.name, pg_backend_pid() % ${COUNTER_SHARDS}, sum(c.value)
+    from ${calls} join ${written} on ${on}
+    cross join lateral json_populate_recordset(null::public_chat_counters, ${calls}.counters) as c
+    group by c.name order by c.name
+    on conflict (name, shard) do update set value = public_chat_counters.value + excluded.value`);
+
+/** insertQuestion for several questions (of distinct sessions, with no new address, their rows of one shape): each one's id, or null when its session's hold is taken. */
+async function insertQuestions(db: Db, questions: NewQuestion[]): Promise<(number | null)[]> {
+  const calls = questions.map((question, i) => ({
+    i,
+    session_id: question.session.session_id,
+    client_ip: question.session.client_ip,
+    user_agent: question.session.user_agent,
+    now: question.session.now,
+    expires_at: question.session.expires_at,
+    stale_before: question.claimStaleBefore,
+    message: messageAsJson(question.message).row,
+    counters: counterRows(question.counters),
+  }));
+  const message = messageColumns(columnsOf(calls[0]!.message), 'r');
+  const { rows } = await sql<{ i: number; id: number }>`
+    with v as (
+      select * from json_to_recordset(cast(${JSON.stringify(calls)} as json))
+        as v(i int, session_id text, client_ip text, user_agent text, now timestamptz, expires_at timestamptz, stale_before timestamptz, message json, counters json)
+    ),
+    locked as (select session_id from public_chat_sessions where session_id in (select session_id from v) order by session_id for update),
+    claimed as (
+      update public_chat_sessions as s
+      set client_ip = v.client_ip, user_agent = v.user_agent, active = true, last_seen_at = v.now, expires_at = v.expires_at, updated_at = v.now,
+          in_flight_since = case when v.stale_before is null then s.in_flight_since else v.now end
+      from v
+      where s.session_id = v.session_id and s.session_id in (select session_id from locked)
+        and (v.stale_before is null or s.in_flight_since is null or s.in_flight_since < v.stale_before)
+      returning s.session_id
+    ),
+    inserted as (
+      insert into public_chat_messages (${message.into})
+      select ${message.values} from v join claimed on claimed.session_id = v.session_id
+      cross join lateral json_populate_record(null::public_chat_messages, v.message) as r
+      order by v.i
+      returning id, session_id
+    ),
+    counted as (${countersOfWritten('v', 'claimed', 'claimed.session_id = v.session_id')})
+    select v.i, inserted.id from v join inserted on inserted.session_id = v.session_id`.execute(db);
+  const ids = new Map(rows.map((row) => [row.i, Number(row.id)]));
+  return questions.map((_, i) => ids.get(i) ?? null);
+}
+
+/** storeOutcome for several questions (distinct, of distinct sessions, their changes and answers of one shape): whether each was still owned, and so stored. */
+async function storeOutcomes(db: Db, outcomes: Outcome[]): Promise<boolean[]> {
+  const calls = outcomes.map((outcome, i) => ({
+    i,
+    id: outcome.messageId,
+    owner: outcome.owner,
+    session_id: outcome.sessionId,
+    changes: outcome.changes,
+    answer: outcome.answer ? messageAsJson(outcome.answer).row : null,
+    ...outcome.exchange,
+    now: outcome.now,
+    counters: counterRows(outcome.counters),
+  }));
+  const changed = columnsOf(outcomes[0]!.changes);
+  const answer = outcomes[0]!.answer ? messageColumns(columnsOf(calls[0]!.answer!), 'r') : null;
+  const { rows } = await sql<{ i: number }>`
+    with v as (
+      select * from json_to_recordset(cast(${JSON.stringify(calls)} as json))
+        as v(i int, id bigint, owner text, session_id text, changes json, answer json,
+             prompt_tokens bigint, completion_tokens bigint, total_tokens bigint, error text, now timestamptz, counters json)
+    ),
+    locked as (select id from public_chat_messages where id in (select id from v) order by id for update),
+    owned as (
+      update public_chat_messages as m
+      set ${sql.join(changed.map((column) => sql`${sql.id(column)} = ${sql.ref(`c.${column}`)}`))}
+      from v cross join lateral json_populate_record(null::public_chat_messages, v.changes) as c
+      where m.id = v.id and m.owner = v.owner and m.id in (select id from locked)
+      returning m.id
+    ),${
+      answer
+        ? sql`
+    answer as (
+      insert into public_chat_messages (${answer.into})
+      select ${answer.values} from v join owned on owned.id = v.id
+      cross join lateral json_populate_record(null::public_chat_messages, v.answer) as r
+      order by v.i
+    ),`
+        : sql``
+    }
+    sessions as (select session_id from public_chat_sessions where session_id in (select session_id from v) order by session_id for update),
+    exchanged as (
+      update public_chat_sessions as s
+      set message_count = s.message_count + 1, prompt_tokens = s.prompt_tokens + v.prompt_tokens, completion_tokens = s.completion_tokens + v.completion_tokens,
+          total_tokens = s.total_tokens + v.total_tokens, error = v.error, in_flight_since = null, updated_at = v.now
+      from v join owned on owned.id = v.id
+      where s.session_id = v.session_id and s.session_id in (select session_id from sessions)
+    ),
+    counted as (${countersOfWritten('v', 'owned', 'owned.id = v.id')})
+    select v.i from v join owned on owned.id = v.id`.execute(db);
+  const stored = new Set(rows.map((row) => row.i));
+  return outcomes.map((_, i) => stored.has(i));
+}

@@ -26,7 +26,7 @@ export class CrawlJob {
   #failure: Error | undefined;
 
   constructor() {
-    this.#worker = new Worker(WORKER_URL, { resourceLimits: WORKER_LIMITS });
+    this.#worker = new Worker(WORKER_URL, { name: 'crawl', resourceLimits: WORKER_LIMITS });
     this.#worker.unref();
     this.#worker.on('message', (reply: { id: number; ok: boolean; result?: unknown; error?: string }) => {
       const pending = this.#pending.get(reply.id);

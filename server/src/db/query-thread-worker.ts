@@ -7,7 +7,17 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { openDatabase } from './database.ts';
-import { queryThreadOperations, toThreadError, type FromQueryThread, type QueryAnswer, type QueryThreadData, type ToQueryThread } from './query-thread.ts';
+import {
+  batchCalls,
+  queryThreadBatches,
+  queryThreadOperations,
+  toThreadError,
+  type FromQueryThread,
+  type QueryAnswer,
+  type QueryCall,
+  type QueryThreadData,
+  type ToQueryThread,
+} from './query-thread.ts';
 // The modules that declare operations: importing them declares them here too.
 import '../chat/chat.queries.ts';
 import '../limits/limits.queries.ts';
@@ -24,6 +34,7 @@ try {
   // The server's checkpoint thread copies the log back; this connection's commits do not.
   if (database.dialect === 'sqlite' && !autocheckpoint) await sql`pragma wal_autocheckpoint = 0`.execute(database.db);
   const operations = queryThreadOperations();
+  const batches = queryThreadBatches();
   const running = new Set<Promise<unknown>>();
   /** Answers of this turn, posted together at its end. */
   let answers: QueryAnswer[] = [];
@@ -60,15 +71,43 @@ try {
       });
       return;
     }
-    for (const { id, name, args } of message.calls) {
-      const operation = operations.get(name);
-      const work = operation ? operation(database, args as never) : Promise.reject(new Error(`no database operation is named ${name}`));
-      const done = work.then(
-        (result) => answer({ id, result }),
-        (error: unknown) => answer({ id, error: toThreadError(error) }),
-      );
+    const track = (done: Promise<void>) => {
       running.add(done);
       void done.finally(() => running.delete(done));
+    };
+    const runAlone = ({ id, name, args }: QueryCall) => {
+      const operation = operations.get(name);
+      const work = operation ? operation(database, args as never) : Promise.reject(new Error(`no database operation is named ${name}`));
+      track(
+        work.then(
+          (result) => answer({ id, result }),
+          (error: unknown) => answer({ id, error: toThreadError(error) }),
+        ),
+      );
+    };
+    // Calls of an operation that batches go together (OperationBatch); a failed batch wrote nothing, and its calls run alone.
+    const together = new Map<string, QueryCall[]>();
+    for (const call of message.calls) {
+      const batch = batches.get(call.name);
+      if (!batch?.dialects.includes(database.dialect)) runAlone(call);
+      else {
+        const calls = together.get(call.name);
+        if (calls) calls.push(call);
+        else together.set(call.name, [call]);
+      }
+    }
+    for (const [name, calls] of together) {
+      const { batches: batched, alone } = batchCalls(calls, batches.get(name)!);
+      for (const call of alone) runAlone(call);
+      for (const group of batched) {
+        const batch = batches.get(name)!;
+        track(
+          (async () => batch.run(database, group.map((call) => call.args as never)))().then(
+              (results) => group.forEach((call, index) => answer({ id: call.id, result: results[index] })),
+              () => group.forEach(runAlone),
+            ),
+        );
+      }
     }
   });
   post({ kind: 'ready', operations: [...operations.keys()] });

@@ -7,7 +7,7 @@ import { sqliteFileForEachTest } from '../test-support/sqlite-file.ts';
 import { freshDatabase, testDatabaseKind } from '../test-support/test-context.ts';
 import { openDatabase, type Database } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
-import { queryThreadOperations } from './query-thread.ts';
+import { batchCalls, queryThreadBatches, queryThreadOperations } from './query-thread.ts';
 
 const logLines: { level: number; msg: string }[] = [];
 const logger = pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line) as { level: number; msg: string }) });
@@ -139,5 +139,165 @@ describe.runIf(testDatabaseKind() === 'postgres')("the hot path's database work 
 
     const error = await chatQueries.createSession(database, session('s1')).catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ code: '23505' });
+  });
+});
+
+describe.runIf(testDatabaseKind() === 'sqlite')('the calls of one operation that reach the thread together', () => {
+  const call = (id: number, args: { shape?: string; keys: string[] }) => ({ id, args });
+  const batch = { shape: (args: { shape?: string }) => args.shape, keys: (args: { keys: string[] }) => args.keys } as never;
+
+  it('go in batches of one shape in which no key repeats; a call with no shape, or alone in its batch, runs alone', () => {
+    const calls = [
+      call(1, { shape: 'a', keys: ['s1'] }),
+      call(2, { shape: 'a', keys: ['s2'] }),
+      call(3, { shape: 'a', keys: ['s1'] }),
+      call(4, { shape: 'b', keys: ['s3'] }),
+      call(5, { keys: ['s4'] }),
+      call(6, { shape: 'a', keys: ['s2', 's6'] }),
+      call(7, { shape: 'a', keys: ['s5'] }),
+    ];
+    const { batches, alone } = batchCalls(calls, batch);
+    expect(batches.map((group) => group.map((c) => c.id))).toEqual([
+      [1, 2, 7],
+      [3, 6],
+    ]);
+    expect(alone.map((c) => c.id).sort()).toEqual([4, 5]);
+  });
+});
+
+describe.runIf(testDatabaseKind() === 'postgres')('questions and outcomes that reach the thread together, on PostgreSQL', () => {
+  let database: Database | undefined;
+  let schema: string | undefined;
+  afterEach(async () => {
+    if (database && schema) await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(database.db);
+    await database?.close();
+    database = undefined;
+  });
+
+  const NOW = '2026-03-13T15:00:05.000Z';
+  const question = (sessionId: string, content: string, claimStaleBefore: string | null = '2026-03-13T14:59:00.000Z'): chatQueries.NewQuestion => ({
+    message: {
+      session_id: sessionId,
+      role: 'user',
+      content,
+      state: 'processing',
+      step: 'enqueue',
+      attempts: 1,
+      thread_id: null,
+      owner: 'process-a',
+      lease_expires_at: '2026-03-13T15:01:00.000Z',
+      client_ip: '10.0.0.1',
+      user_agent: 'test',
+      client_message_id: null,
+      now: NOW,
+    },
+    session: { session_id: sessionId, client_ip: '10.0.0.1', user_agent: 'test', now: NOW, expires_at: '2026-03-14T15:00:05.000Z' },
+    claimStaleBefore,
+    newClientIp: false,
+    counters: { message_count: 1, 'state:processing': 1 },
+  });
+  const outcome = (messageId: number, sessionId: string, owner = 'process-a', response: string | null = `Answer to ${messageId}`): chatQueries.Outcome => ({
+    messageId,
+    owner,
+    sessionId,
+    changes: { response, state: 'completed', run_status: 'completed', prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, owner: null, lease_expires_at: null, updated_at: NOW },
+    answer: { session_id: sessionId, role: 'assistant', content: response as string, state: 'completed', client_ip: '10.0.0.1', user_agent: 'test', now: NOW },
+    exchange: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, error: null },
+    now: NOW,
+    counters: { message_count: 1, 'state:processing': -1, 'state:completed': 2, total_tokens: 15 },
+  });
+  const counter = async (name: string) => Number((await chatQueries.readCounters(database!.db)).find((row) => row.name === name)?.value ?? 0);
+
+  it('stores each in one statement with every call’s own result, as the calls one by one would', async () => {
+    const fresh = freshDatabase();
+    schema = fresh.schema;
+    database = await openDatabase(fresh.url, { schema });
+    await migrateToLatest(database);
+    const ids = Array.from({ length: 6 }, (_, i) => `s${i}`);
+    for (const id of ids) await chatQueries.createSession(database, session(id));
+    // s5's hold is taken by a request in flight: its question is refused, and nothing of it written.
+    await chatQueries.claimInFlight(database.db, 's5', NOW, '2026-03-13T14:59:00.000Z');
+
+    const insertMany = queryThreadBatches().get('chat.insertQuestion')!;
+    const questionIds = (await insertMany.run(database, ids.map((id) => question(id, `Where is Hall ${id}?`)) as never)) as (number | null)[];
+    expect(questionIds.slice(0, 5)).toEqual([expect.any(Number), expect.any(Number), expect.any(Number), expect.any(Number), expect.any(Number)]);
+    expect(questionIds[5]).toBeNull();
+    const stored = await database.db.selectFrom('public_chat_messages').select(['id', 'session_id', 'content', 'owner']).orderBy('id').execute();
+    expect(stored).toEqual(ids.slice(0, 5).map((id, i) => ({ id: questionIds[i], session_id: id, content: `Where is Hall ${id}?`, owner: 'process-a' })));
+    const held = await database.db.selectFrom('public_chat_sessions').select(['session_id', 'in_flight_since']).orderBy('session_id').execute();
+    expect(held.every((row) => row.in_flight_since !== null)).toBe(true);
+    expect(await counter('message_count')).toBe(5);
+    expect(await counter('state:processing')).toBe(5);
+
+    // The outcomes: s3's question was taken over by another process, whose outcome it is to store.
+    await database.db.updateTable('public_chat_messages').set({ owner: 'process-b' }).where('id', '=', questionIds[3]!).execute();
+    const storeMany = queryThreadBatches().get('chat.storeOutcome')!;
+    const owned = await storeMany.run(database, ids.slice(0, 5).map((id, i) => outcome(questionIds[i]!, id)) as never);
+    expect(owned).toEqual([true, true, true, false, true]);
+    const answers = await database.db.selectFrom('public_chat_messages').select(['session_id', 'content']).where('role', '=', 'assistant').orderBy('session_id').execute();
+    expect(answers).toEqual(['s0', 's1', 's2', 's4'].map((id) => ({ session_id: id, content: `Answer to ${questionIds[ids.indexOf(id)]}` })));
+    const sessions = await database.db.selectFrom('public_chat_sessions').select(['session_id', 'message_count', 'total_tokens', 'in_flight_since']).orderBy('session_id').execute();
+    expect(sessions.map((row) => [row.session_id, row.message_count, row.total_tokens, row.in_flight_since === null])).toEqual([
+      ['s0', 1, 15, true],
+      ['s1', 1, 15, true],
+      ['s2', 1, 15, true],
+      ['s3', 0, 0, false],
+      ['s4', 1, 15, true],
+      ['s5', 0, 0, false],
+    ]);
+    expect(await counter('message_count')).toBe(9);
+    expect(await counter('state:processing')).toBe(1);
+    expect(await counter('state:completed')).toBe(8);
+    expect(await counter('total_tokens')).toBe(60);
+  });
+
+  it('counts requests that come in together in one upsert, each window once per request', async () => {
+    const fresh = freshDatabase();
+    schema = fresh.schema;
+    database = await openDatabase(fresh.url, { schema });
+    await migrateToLatest(database);
+    const countMany = queryThreadBatches().get('limits.countInWindows')!;
+    const calls = ['s1', 's2', 's3'].map((id) => ({ windows: [window(`session:${id}`), { ...window('ip:10.0.0.1'), max_requests: 2 }], now: T0 }));
+    // The address's window is in every call: the thread never puts two of them in one batch, so here they go one batch each.
+    const first = (await countMany.run(database, [calls[0]!, { windows: [window('session:s9')], now: T0 }] as never)) as { identifier: string; request_count: number }[][];
+    expect(first.map((rows) => rows.map((row) => [row.identifier, row.request_count]))).toEqual([
+      [
+        ['session:s1', 1],
+        ['ip:10.0.0.1', 1],
+      ],
+      [['session:s9', 1]],
+    ]);
+    await countMany.run(database, [calls[1]!, { windows: [window('session:s9')], now: T0 }] as never);
+    await countMany.run(database, [calls[2]!, { windows: [window('session:s8')], now: T0 }] as never);
+    const rows = await database.db.selectFrom('public_chat_rate_limits').select(['identifier', 'request_count', 'limited']).orderBy('identifier').execute();
+    expect(rows).toEqual([
+      { identifier: 'ip:10.0.0.1', request_count: 3, limited: true },
+      { identifier: 'session:s1', request_count: 1, limited: false },
+      { identifier: 'session:s2', request_count: 1, limited: false },
+      { identifier: 'session:s3', request_count: 1, limited: false },
+      { identifier: 'session:s8', request_count: 1, limited: false },
+      { identifier: 'session:s9', request_count: 2, limited: false },
+    ]);
+  });
+
+  it('through the thread: calls of one turn get their own results, and a call that fails fails alone', async () => {
+    const fresh = freshDatabase();
+    schema = fresh.schema;
+    database = await openDatabase(fresh.url, { logger, schema, queryThread: true });
+    await migrateToLatest(database);
+    const ids = Array.from({ length: 8 }, (_, i) => `s${i}`);
+    await Promise.all(ids.map((id) => chatQueries.createSession(database!, session(id))));
+    const found = await Promise.all([...ids, 'nobody', 's0'].map((id) => chatQueries.findSession(database!, id)));
+    expect(found.map((row) => row?.session_id)).toEqual([...ids, undefined, 's0']);
+
+    const questionIds = await Promise.all(ids.map((id) => chatQueries.insertQuestion(database!, question(id, `Question ${id}`))));
+    expect(new Set(questionIds).size).toBe(8);
+    // One outcome is refused by the database (an answer without its text): the batch writes nothing, and the calls go again one by one.
+    const results = await Promise.allSettled(ids.map((id, i) => chatQueries.storeOutcome(database!, outcome(questionIds[i]!, id, 'process-a', i === 2 ? null : `Answer ${id}`))));
+    expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ code: '23502' });
+    expect(await database.db.selectFrom('public_chat_messages').select('session_id').where('role', '=', 'assistant').orderBy('session_id').execute()).toHaveLength(7);
+    expect(await counter('state:completed')).toBe(14);
+    expect(await counter('state:processing')).toBe(1);
   });
 });

@@ -6,7 +6,38 @@ import type { Database } from './database.ts';
 /** An operation the query thread can run: named, on a Database, with arguments and a result that cross threads (structured clone). */
 type Operation = (database: Database, args: never) => Promise<unknown>;
 
+/**
+ * How the query thread runs several calls of one operation that reach it
+ * together (one turn of the server's event loop: at the peak, a score of
+ * answers end in the same turn) as one statement rather than a round trip
+ * each: on PostgreSQL, each statement's round trip and commit cost the
+ * server and the database more than the rows it writes.
+ */
+export interface OperationBatch<A, R> {
+  /** The engines the batch is for; the others run each call alone. */
+  dialects: readonly Database['dialect'][];
+  /**
+   * Calls that share a batch have the same shape (the batched statement's
+   * columns, say); calls whose shape is undefined run alone.
+   */
+  shape?: (args: A) => string | undefined;
+  /**
+   * What a call writes that no other call of its batch may (its question's
+   * row, its session's): a call whose key an earlier call has goes to
+   * another batch, so that one statement never writes a row twice.
+   */
+  keys?: (args: A) => readonly string[];
+  /**
+   * Runs the calls (two or more) and resolves with their results, in their
+   * order. All or nothing: it must throw only when it wrote nothing (one
+   * statement, or one transaction), for then each call runs alone, so that
+   * an error is its own call's.
+   */
+  run: (database: Database, calls: A[]) => Promise<R[]>;
+}
+
 const operations = new Map<string, Operation>();
+const batches = new Map<string, OperationBatch<never, unknown>>();
 
 /**
  * Declares one of the hot path's database operations, under a name the query
@@ -34,10 +65,13 @@ export function onQueryThread<A, R>(
      * at once, with whatever else waits, rather than at the end of the next turn.
      */
     atTurnEnd?: boolean;
+    /** Several calls that reach the thread together run as one (OperationBatch). */
+    batch?: OperationBatch<A, R>;
   } = {},
 ): (database: Database, args: A) => Promise<R> {
   if (operations.has(name)) throw new Error(`two query-thread operations are named ${name}`);
   operations.set(name, run as Operation);
+  if (options.batch) batches.set(name, options.batch as OperationBatch<never, unknown>);
   const atOnce = options.atTurnEnd ?? false;
   return (database, args) => {
     const thread = database.queryThread;
@@ -47,6 +81,36 @@ export function onQueryThread<A, R>(
 
 /** The operations declared so far in this thread (the query thread lists its own when it is ready). */
 export const queryThreadOperations = (): ReadonlyMap<string, Operation> => operations;
+
+/** How each operation that has one runs its calls together (the query thread's own declarations). */
+export const queryThreadBatches = (): ReadonlyMap<string, OperationBatch<never, unknown>> => batches;
+
+/**
+ * The calls of one operation that reached the thread together, as the
+ * batches they run in (OperationBatch): by shape, then so that no key
+ * repeats within a batch (the first batch with room takes a call). Calls
+ * without a shape, and batches of one, run alone.
+ */
+export function batchCalls<C extends { args: unknown }>(calls: readonly C[], batch: Pick<OperationBatch<never, unknown>, 'shape' | 'keys'>): { batches: C[][]; alone: C[] } {
+  const groups: { shape: string; calls: C[]; keys: Set<string> }[] = [];
+  const alone: C[] = [];
+  for (const call of calls) {
+    const args = call.args as never;
+    const shape = batch.shape ? batch.shape(args) : '';
+    if (shape === undefined) {
+      alone.push(call);
+      continue;
+    }
+    const keys = batch.keys?.(args) ?? [];
+    let group = groups.find((candidate) => candidate.shape === shape && keys.every((key) => !candidate.keys.has(key)));
+    if (!group) groups.push((group = { shape, calls: [], keys: new Set() }));
+    group.calls.push(call);
+    for (const key of keys) group.keys.add(key);
+  }
+  const batched = groups.filter((group) => group.calls.length > 1).map((group) => group.calls);
+  for (const group of groups) if (group.calls.length === 1) alone.push(group.calls[0]!);
+  return { batches: batched, alone };
+}
 
 export interface QueryThreadData {
   /** The database's URL (`sqlite:<file>` or `postgres://…`). */
@@ -166,6 +230,7 @@ export class QueryThread {
   static async start(options: QueryThreadData & { logger?: Logger }): Promise<QueryThread | undefined> {
     const { url, schema, poolSize, autocheckpoint } = options;
     const worker = new Worker(WORKER_URL, {
+      name: 'query-thread',
       workerData: { url, schema, poolSize, autocheckpoint } satisfies QueryThreadData,
       // Short-lived rows and messages: a young generation as small as the server's own (--max-semi-space-size=8).
       resourceLimits: { maxYoungGenerationSizeMb: 24 },

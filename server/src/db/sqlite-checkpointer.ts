@@ -72,6 +72,7 @@ export class SqliteCheckpointer {
    */
   static async start(options: CheckpointerOptions): Promise<SqliteCheckpointer | undefined> {
     const worker = new Worker(WORKER_URL, {
+      name: 'sqlite-checkpoint',
       workerData: { file: options.file, intervalMs: options.intervalMs ?? CHECKPOINT_INTERVAL_MS } satisfies CheckpointWorkerData,
       // A connection and a timer: a small heap.
       resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },

@@ -98,6 +98,7 @@ export class HealthPort {
 
   static async #spawn(options: HealthPortOptions & { stallLimitMs: number }, port: number): Promise<{ worker: Worker; port: number }> {
     const worker = new Worker(WORKER_URL, {
+      name: 'health-port',
       workerData: { host: options.host, port, stallLimitMs: options.stallLimitMs } satisfies HealthWorkerData,
       // A thread that answers one small route: a small heap.
       resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },

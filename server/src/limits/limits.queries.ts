@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Database, Db } from '../db/database.ts';
 import { onQueryThread } from '../db/query-thread.ts';
 import { StatementTemplate } from '../db/statement-template.ts';
@@ -22,16 +23,48 @@ export async function countInWindow(database: Database, window: WindowRow & { no
  * upsert, rows in identifier order (so concurrent requests lock them in the
  * same order on PostgreSQL); returns each window's count after it.
  */
-export const countInWindows = onQueryThread('limits.countInWindows', async (
-  database: Database,
-  { windows, now }: { windows: WindowRow[]; now: string },
-): Promise<{ identifier: string; request_count: number; max_requests: number }[]> => {
-  const rows = [...windows]
-    .sort((a, b) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0))
+export const countInWindows = onQueryThread(
+  'limits.countInWindows',
+  async (database: Database, { windows, now }: { windows: WindowRow[]; now: string }): Promise<WindowCounted[]> => {
+    const { rows: counted } = await countStatement.execute<WindowCounted>(database.db, { rows: countedRows(windows, now), now });
+    return counted;
+  },
+  {
+    // The requests that came in together, counted in one upsert; a window counted twice (an address's) goes in another.
+    batch: {
+      dialects: ['postgres'],
+      keys: ({ windows }) => windows.map((window) => window.identifier),
+      run: async (database, calls) => {
+        const rows = calls.flatMap(({ windows, now }) => countedRows(windows, now)).sort(byIdentifier);
+        const { rows: counted } = await sql<WindowCounted>`
+          insert into public_chat_rate_limits (identifier, client_ip, window_start, window_end, max_requests, request_count, limited, limited_at, created_at, updated_at)
+          select identifier, client_ip, window_start, window_end, max_requests, request_count, limited, limited_at, created_at, updated_at
+          from json_populate_recordset(null::public_chat_rate_limits, cast(${JSON.stringify(rows)} as json)) order by identifier
+          on conflict (identifier, window_start) do update set
+            request_count = public_chat_rate_limits.request_count + 1,
+            max_requests = excluded.max_requests,
+            limited = public_chat_rate_limits.request_count + 1 > excluded.max_requests,
+            limited_at = case when public_chat_rate_limits.request_count + 1 > excluded.max_requests
+              then coalesce(public_chat_rate_limits.limited_at, excluded.updated_at) else public_chat_rate_limits.limited_at end,
+            client_ip = excluded.client_ip,
+            updated_at = excluded.updated_at
+          returning identifier, request_count, max_requests`.execute(database.db);
+        const byWindow = new Map(counted.map((row) => [row.identifier, row]));
+        return calls.map(({ windows }) => windows.map((window) => byWindow.get(window.identifier)!));
+      },
+    },
+  },
+);
+
+type WindowCounted = { identifier: string; request_count: number; max_requests: number };
+
+const byIdentifier = (a: { identifier: string }, b: { identifier: string }) => (a.identifier < b.identifier ? -1 : a.identifier > b.identifier ? 1 : 0);
+
+/** The rows a request's windows are counted with, in identifier order (the order their rows are locked in). */
+const countedRows = (windows: WindowRow[], now: string): CountedRow[] =>
+  [...windows]
+    .sort(byIdentifier)
     .map((row) => ({ ...row, request_count: 1, limited: row.max_requests < 1, limited_at: row.max_requests < 1 ? now : null, created_at: now, updated_at: now }));
-  const { rows: counted } = await countStatement.execute<{ identifier: string; request_count: number; max_requests: number }>(database.db, { rows, now });
-  return counted;
-});
 
 type CountedRow = WindowRow & { request_count: number; limited: boolean; limited_at: string | null; created_at: string; updated_at: string };
 

@@ -84,7 +84,7 @@ export class KnowledgeHost {
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = new Worker(WORKER_URL, { workerData: { timeZone: this.#timeZone() }, resourceLimits: WORKER_LIMITS });
+    const worker = new Worker(WORKER_URL, { name: 'knowledge', workerData: { timeZone: this.#timeZone() }, resourceLimits: WORKER_LIMITS });
     // The worker never keeps the process alive on its own.
     worker.unref();
     worker.on('message', (reply: KnowledgeReply) => {
