@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { constants, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import OpenAI from 'openai';
 import { parseDuration } from '@concierge/contract';
@@ -209,7 +210,9 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
         const loopBefore = performance.eventLoopUtilization();
         const cpuBefore = process.threadCpuUsage();
         const machineBefore = machineCpu();
+        const gc = watchGc();
         const measured = await worker.round({ ...load, target: targets[side], questionsPerSession: options.questionsPerSession });
+        const collections = gc.stop();
         const cpu = process.threadCpuUsage(cpuBefore);
         const machine = machineCpuSince(machineBefore);
         const result = { ...measured, serverUtilization: performance.eventLoopUtilization(loopBefore).utilization, serverCpuMs: (cpu.user + cpu.system) / 1000, machine };
@@ -222,7 +225,8 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
             `event loops busy: server ${pct(f.serverUtilization)}, load ${pct(f.loadUtilization)}; server CPU ${ms(f.serverCpuPerAnswer)} per answer` +
             (f.machineCpuPerAnswer === null ? '' : `, machine ${ms(f.machineCpuPerAnswer)}`) +
             ((f.postgresCpuPerAnswer ?? 0) >= 0.05 ? ` (PostgreSQL ${ms(f.postgresCpuPerAnswer!)})` : '') +
-            threadsNote(result),
+            threadsNote(result) +
+            `; GC ${collections}`,
         );
       }
     }
@@ -323,6 +327,33 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
   } finally {
     for (const cleanup of cleanups) await cleanup();
   }
+}
+
+/** The garbage collections of this process's main thread until `stop`: how many of each kind, and the time they paused it. */
+function watchGc(): { stop(): string } {
+  const kinds = new Map<string, { count: number; ms: number }>();
+  const names: Record<number, string> = {
+    [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
+    [constants.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
+    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
+    [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+  };
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const name = names[(entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ?? -1] ?? 'other';
+      const kind = kinds.get(name) ?? { count: 0, ms: 0 };
+      kind.count++;
+      kind.ms += entry.duration;
+      kinds.set(name, kind);
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop() {
+      observer.disconnect();
+      return [...kinds].map(([name, { count, ms: spent }]) => `${count} ${name} ${spent.toFixed(0)} ms`).join(', ') || 'none';
+    },
+  };
 }
 
 /** This process's threads that spent 0.05 ms or more per answer: the server's (MainThread, its query and checkpoint threads), V8's and the load's. */

@@ -65,6 +65,13 @@ describe.runIf(testDatabaseKind() === 'sqlite')("the hot path's database work on
     const counts = await Promise.all(Array.from({ length: 40 }, () => countInWindows(db, { windows: [window('session:s1')], now: T0 })));
     expect(counts.map(([count]) => count!.request_count).sort((a, b) => a - b)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
     expect(call.mock.calls.filter(([name]) => name === 'limits.countInWindows')).toHaveLength(40);
+
+    // Sessions read in the same turn are read together (one statement), each call with its own row.
+    await chatQueries.createSession(db, session('s2'));
+    const found = await Promise.all(['s2', 'nobody', 's1', 's2'].map((id) => chatQueries.findSession(db, id)));
+    expect(found.map((row) => row?.session_id)).toEqual(['s2', undefined, 's1', 's2']);
+    expect(found[2]).toEqual(created);
+    expect(await queryThreadBatches().get('chat.findSession')!.run(db, ['s1', 'nobody'] as never)).toEqual([created, undefined]);
   });
 
   it('hands a failed statement’s error back with SQLite’s code, and the operation’s transaction is rolled back', async () => {
