@@ -25,7 +25,7 @@ const QUESTIONS = (JSON.parse(readFileSync(path.join(ROOT, 'server/sample-data/q
  * allocation profile instead.
  */
 const PROFILE_DIR = process.env.BENCH_PROFILE;
-const PROFILE_KIND: ProfileKind = process.env.BENCH_PROFILE_KIND === 'heap' ? 'heap' : 'cpu';
+const PROFILE_KIND: ProfileKind = process.env.BENCH_PROFILE_KIND === 'heap' || process.env.BENCH_PROFILE_KIND === 'promoted' ? process.env.BENCH_PROFILE_KIND : 'cpu';
 
 export interface ChatBenchOptions {
   /** Virtual users asking at once, each in a session of its own. */

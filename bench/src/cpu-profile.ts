@@ -6,8 +6,10 @@
  * timed round (`<engine>-<side>-<round>.cpuprofile`, for Chromium's DevTools
  * or this file); with `BENCH_PROFILE_KIND=heap` as well, a sampled
  * allocation profile instead (`.heapprofile`: every object allocated in the
- * round, kept or not). Either slows the server, so the figures of such a run
- * are not the benchmark's. Then
+ * round, kept or not), and with `BENCH_PROFILE_KIND=promoted` one of only the
+ * objects that outlived a scavenge (`-promoted.heapprofile`: what the old
+ * generation and its major collections pay for). Either slows the server, so
+ * the figures of such a run are not the benchmark's. Then
  *
  *   node bench/src/cpu-profile.ts <product profile> <bare profile> [answers]
  *
@@ -41,7 +43,8 @@ interface HeapProfileNode {
   children: HeapProfileNode[];
 }
 
-export type ProfileKind = 'cpu' | 'heap';
+/** `promoted`: a heap profile of only the objects that outlived a scavenge (what the old generation and its collections pay for). */
+export type ProfileKind = 'cpu' | 'heap' | 'promoted';
 
 /** Profiles the thread between start() and stop(name), writing `<dir>/<name>.cpuprofile` or `.heapprofile`. */
 export class RoundProfiler {
@@ -57,10 +60,12 @@ export class RoundProfiler {
 
   async start(): Promise<void> {
     this.#session.connect();
-    if (this.#kind === 'heap') {
+    if (this.#kind !== 'cpu') {
       await this.#session.post('HeapProfiler.enable');
-      // Every KB on average, counting what the next garbage collection takes as well as what stays.
-      await this.#session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMinorGC: true, includeObjectsCollectedByMajorGC: true });
+      // Every KB on average, counting what the next garbage collection takes as well as what stays ('heap'), or
+      // only what outlives a scavenge and so is promoted ('promoted').
+      const young = this.#kind === 'heap';
+      await this.#session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMinorGC: young, includeObjectsCollectedByMajorGC: true });
       return;
     }
     await this.#session.post('Profiler.enable');
@@ -69,8 +74,9 @@ export class RoundProfiler {
   }
 
   async stop(name: string): Promise<void> {
-    const { profile } = this.#kind === 'heap' ? await this.#session.post('HeapProfiler.stopSampling') : await this.#session.post('Profiler.stop');
-    writeFileSync(path.join(this.#dir, `${name}.${this.#kind}profile`), JSON.stringify(profile));
+    const { profile } = this.#kind === 'cpu' ? await this.#session.post('Profiler.stop') : await this.#session.post('HeapProfiler.stopSampling');
+    const file = this.#kind === 'cpu' ? `${name}.cpuprofile` : `${name}${this.#kind === 'promoted' ? '-promoted' : ''}.heapprofile`;
+    writeFileSync(path.join(this.#dir, file), JSON.stringify(profile));
     this.#session.disconnect();
   }
 }
