@@ -120,7 +120,8 @@ describe.runIf(testDatabaseKind() === 'sqlite')("the hot path's database work on
   });
 });
 
-describe.runIf(testDatabaseKind() === 'postgres')("the hot path's database work on a thread of its own, on PostgreSQL", () => {
+/** Each test's PostgreSQL database: a schema of its own, migrated, dropped after the test. */
+function postgresForEachTest(): (options?: { queryThread?: boolean }) => Promise<Database> {
   let database: Database | undefined;
   let schema: string | undefined;
   afterEach(async () => {
@@ -128,12 +129,20 @@ describe.runIf(testDatabaseKind() === 'postgres')("the hot path's database work 
     await database?.close();
     database = undefined;
   });
-
-  it("runs the operations on the thread's own pool, in the server's schema, and hands PostgreSQL's errors back with their code", async () => {
+  return async (options = {}) => {
     const fresh = freshDatabase();
     schema = fresh.schema;
-    database = await openDatabase(fresh.url, { logger, schema, queryThread: true });
+    database = await openDatabase(fresh.url, { logger, schema, queryThread: options.queryThread });
     await migrateToLatest(database);
+    return database;
+  };
+}
+
+describe.runIf(testDatabaseKind() === 'postgres')("the hot path's database work on a thread of its own, on PostgreSQL", () => {
+  const open = postgresForEachTest();
+
+  it("runs the operations on the thread's own pool, in the server's schema, and hands PostgreSQL's errors back with their code", async () => {
+    const database = await open({ queryThread: true });
     const thread = database.queryThread!;
     expect(thread).toBeDefined();
     for (const name of queryThreadOperations().keys()) expect(thread.runs(name), name).toBe(true);
@@ -173,13 +182,7 @@ describe.runIf(testDatabaseKind() === 'sqlite')('the calls of one operation that
 });
 
 describe.runIf(testDatabaseKind() === 'postgres')('questions and outcomes that reach the thread together, on PostgreSQL', () => {
-  let database: Database | undefined;
-  let schema: string | undefined;
-  afterEach(async () => {
-    if (database && schema) await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(database.db);
-    await database?.close();
-    database = undefined;
-  });
+  const open = postgresForEachTest();
 
   const NOW = '2026-03-13T15:00:05.000Z';
   const question = (sessionId: string, content: string, claimStaleBefore: string | null = '2026-03-13T14:59:00.000Z'): chatQueries.NewQuestion => ({
@@ -213,13 +216,10 @@ describe.runIf(testDatabaseKind() === 'postgres')('questions and outcomes that r
     now: NOW,
     counters: { message_count: 1, 'state:processing': -1, 'state:completed': 2, total_tokens: 15 },
   });
-  const counter = async (name: string) => Number((await chatQueries.readCounters(database!.db)).find((row) => row.name === name)?.value ?? 0);
+  const counter = async (database: Database, name: string) => Number((await chatQueries.readCounters(database.db)).find((row) => row.name === name)?.value ?? 0);
 
   it('stores each in one statement with every call’s own result, as the calls one by one would', async () => {
-    const fresh = freshDatabase();
-    schema = fresh.schema;
-    database = await openDatabase(fresh.url, { schema });
-    await migrateToLatest(database);
+    const database = await open();
     const ids = Array.from({ length: 6 }, (_, i) => `s${i}`);
     for (const id of ids) await chatQueries.createSession(database, session(id));
     // s5's hold is taken by a request in flight: its question is refused, and nothing of it written.
@@ -233,8 +233,8 @@ describe.runIf(testDatabaseKind() === 'postgres')('questions and outcomes that r
     expect(stored).toEqual(ids.slice(0, 5).map((id, i) => ({ id: questionIds[i], session_id: id, content: `Where is Hall ${id}?`, owner: 'process-a' })));
     const held = await database.db.selectFrom('public_chat_sessions').select(['session_id', 'in_flight_since']).orderBy('session_id').execute();
     expect(held.every((row) => row.in_flight_since !== null)).toBe(true);
-    expect(await counter('message_count')).toBe(5);
-    expect(await counter('state:processing')).toBe(5);
+    expect(await counter(database, 'message_count')).toBe(5);
+    expect(await counter(database, 'state:processing')).toBe(5);
 
     // The outcomes: s3's question was taken over by another process, whose outcome it is to store.
     await database.db.updateTable('public_chat_messages').set({ owner: 'process-b' }).where('id', '=', questionIds[3]!).execute();
@@ -252,17 +252,14 @@ describe.runIf(testDatabaseKind() === 'postgres')('questions and outcomes that r
       ['s4', 1, 15, true],
       ['s5', 0, 0, false],
     ]);
-    expect(await counter('message_count')).toBe(9);
-    expect(await counter('state:processing')).toBe(1);
-    expect(await counter('state:completed')).toBe(8);
-    expect(await counter('total_tokens')).toBe(60);
+    expect(await counter(database, 'message_count')).toBe(9);
+    expect(await counter(database, 'state:processing')).toBe(1);
+    expect(await counter(database, 'state:completed')).toBe(8);
+    expect(await counter(database, 'total_tokens')).toBe(60);
   });
 
   it('counts requests that come in together in one upsert, each window once per request', async () => {
-    const fresh = freshDatabase();
-    schema = fresh.schema;
-    database = await openDatabase(fresh.url, { schema });
-    await migrateToLatest(database);
+    const database = await open();
     const countMany = queryThreadBatches().get('limits.countInWindows')!;
     const calls = ['s1', 's2', 's3'].map((id) => ({ windows: [window(`session:${id}`), { ...window('ip:10.0.0.1'), max_requests: 2 }], now: T0 }));
     // The address's window is in every call: the thread never puts two of them in one batch, so here they go one batch each.
@@ -288,23 +285,20 @@ describe.runIf(testDatabaseKind() === 'postgres')('questions and outcomes that r
   });
 
   it('through the thread: calls of one turn get their own results, and a call that fails fails alone', async () => {
-    const fresh = freshDatabase();
-    schema = fresh.schema;
-    database = await openDatabase(fresh.url, { logger, schema, queryThread: true });
-    await migrateToLatest(database);
+    const database = await open({ queryThread: true });
     const ids = Array.from({ length: 8 }, (_, i) => `s${i}`);
-    await Promise.all(ids.map((id) => chatQueries.createSession(database!, session(id))));
-    const found = await Promise.all([...ids, 'nobody', 's0'].map((id) => chatQueries.findSession(database!, id)));
+    await Promise.all(ids.map((id) => chatQueries.createSession(database, session(id))));
+    const found = await Promise.all([...ids, 'nobody', 's0'].map((id) => chatQueries.findSession(database, id)));
     expect(found.map((row) => row?.session_id)).toEqual([...ids, undefined, 's0']);
 
-    const questionIds = await Promise.all(ids.map((id) => chatQueries.insertQuestion(database!, question(id, `Question ${id}`))));
+    const questionIds = await Promise.all(ids.map((id) => chatQueries.insertQuestion(database, question(id, `Question ${id}`))));
     expect(new Set(questionIds).size).toBe(8);
     // One outcome is refused by the database (an answer without its text): the batch writes nothing, and the calls go again one by one.
-    const results = await Promise.allSettled(ids.map((id, i) => chatQueries.storeOutcome(database!, outcome(questionIds[i]!, id, 'process-a', i === 2 ? null : `Answer ${id}`))));
+    const results = await Promise.allSettled(ids.map((id, i) => chatQueries.storeOutcome(database, outcome(questionIds[i]!, id, 'process-a', i === 2 ? null : `Answer ${id}`))));
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
     expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ code: '23502' });
     expect(await database.db.selectFrom('public_chat_messages').select('session_id').where('role', '=', 'assistant').orderBy('session_id').execute()).toHaveLength(7);
-    expect(await counter('state:completed')).toBe(14);
-    expect(await counter('state:processing')).toBe(1);
+    expect(await counter(database, 'state:completed')).toBe(14);
+    expect(await counter(database, 'state:processing')).toBe(1);
   });
 });
