@@ -30,27 +30,50 @@ export const countInWindows = onQueryThread(
     return counted;
   },
   {
-    // The requests that came in together, counted in one upsert; a window counted twice (an address's) goes in another.
+    // The requests that came in together, counted in one upsert: a window that several of them count (a venue's
+    // shared address) is one row counted that many times, and each request gets its own count, in their order.
     batch: {
       dialects: ['postgres'],
-      keys: ({ windows }) => windows.map((window) => window.identifier),
+      // A request counts in the windows of its moment: requests either side of a window's end go apart.
+      shape: ({ windows }) => windows[0]?.window_start ?? '',
       run: async (database, calls) => {
-        const rows = calls.flatMap(({ windows, now }) => countedRows(windows, now)).sort(byIdentifier);
+        const rows = new Map<string, CountedRow>();
+        // Each request's windows, and which of the batch's requests it is in each (1 for the first).
+        const counting = calls.map(({ windows, now }) =>
+          countedRows(windows, now).map((window) => {
+            const row = rows.get(window.identifier);
+            if (!row) {
+              rows.set(window.identifier, window);
+              return { identifier: window.identifier, nth: 1 };
+            }
+            // The later request's address, limit and time, as counting them one after another would leave them.
+            const request_count = row.request_count + 1;
+            const limited = request_count > window.max_requests;
+            rows.set(window.identifier, { ...window, request_count, limited, limited_at: row.limited_at ?? (limited ? now : null), created_at: row.created_at });
+            return { identifier: window.identifier, nth: request_count };
+          }),
+        );
         const { rows: counted } = await sql<WindowCounted>`
           insert into public_chat_rate_limits (identifier, client_ip, window_start, window_end, max_requests, request_count, limited, limited_at, created_at, updated_at)
           select identifier, client_ip, window_start, window_end, max_requests, request_count, limited, limited_at, created_at, updated_at
-          from json_populate_recordset(null::public_chat_rate_limits, cast(${JSON.stringify(rows)} as json)) order by identifier
+          from json_populate_recordset(null::public_chat_rate_limits, cast(${JSON.stringify([...rows.values()].sort(byIdentifier))} as json)) order by identifier
           on conflict (identifier, window_start) do update set
-            request_count = public_chat_rate_limits.request_count + 1,
+            request_count = public_chat_rate_limits.request_count + excluded.request_count,
             max_requests = excluded.max_requests,
-            limited = public_chat_rate_limits.request_count + 1 > excluded.max_requests,
-            limited_at = case when public_chat_rate_limits.request_count + 1 > excluded.max_requests
+            limited = public_chat_rate_limits.request_count + excluded.request_count > excluded.max_requests,
+            limited_at = case when public_chat_rate_limits.request_count + excluded.request_count > excluded.max_requests
               then coalesce(public_chat_rate_limits.limited_at, excluded.updated_at) else public_chat_rate_limits.limited_at end,
             client_ip = excluded.client_ip,
             updated_at = excluded.updated_at
           returning identifier, request_count, max_requests`.execute(database.db);
-        const byWindow = new Map(counted.map((row) => [row.identifier, row]));
-        return calls.map(({ windows }) => windows.map((window) => byWindow.get(window.identifier)!));
+        // Each window's count after the whole batch, less the requests of the batch that came after this one.
+        const after = new Map(counted.map((row) => [row.identifier, row]));
+        return counting.map((windows) =>
+          windows.map(({ identifier, nth }) => {
+            const row = after.get(identifier)!;
+            return { ...row, request_count: Number(row.request_count) - rows.get(identifier)!.request_count + nth };
+          }),
+        );
       },
     },
   },
