@@ -636,9 +636,14 @@ interface MessageAsJson {
   json: string;
 }
 
-function messageAsJson(message: MessageValues): MessageAsJson {
+/** A new message's row: its values, created and updated `now`. */
+function messageRow(message: MessageValues): NewMessageRow {
   const { now, ...values } = message;
-  const row = { ...values, created_at: now, updated_at: now };
+  return { ...values, created_at: now, updated_at: now };
+}
+
+function messageAsJson(message: MessageValues): MessageAsJson {
+  const row = messageRow(message);
   return { row, json: JSON.stringify(row) };
 }
 
@@ -764,7 +769,7 @@ export const insertQuestion = onQueryThread('chat.insertQuestion', async (databa
   batch: {
     dialects: ['postgres'],
     // A question from a new address notes the address too: it goes alone.
-    shape: (question) => (question.newClientIp ? undefined : `${columnsOf(messageAsJson(question.message).row).join(',')}`),
+    shape: (question) => (question.newClientIp ? undefined : columnsOf(question.message).join(',')),
     keys: (question) => [question.session.session_id],
     run: (database, questions) => insertQuestions(database.db, questions),
   },
@@ -815,7 +820,7 @@ export const storeOutcome = onQueryThread('chat.storeOutcome', async (database: 
 }, {
   batch: {
     dialects: ['postgres'],
-    shape: (outcome) => `${columnsOf(outcome.changes).join(',')}|${outcome.answer ? columnsOf(messageAsJson(outcome.answer).row).join(',') : '-'}`,
+    shape: (outcome) => `${columnsOf(outcome.changes).join(',')}|${outcome.answer ? columnsOf(outcome.answer).join(',') : '-'}`,
     keys: (outcome) => [`message:${outcome.messageId}`, `session:${outcome.sessionId}`],
     run: (database, outcomes) => storeOutcomes(database.db, outcomes),
   },
@@ -833,6 +838,7 @@ export const storeOutcome = onQueryThread('chat.storeOutcome', async (database: 
  * calls share a shape (their columns) and never a question or a session.
  */
 
+/** A public_chat_messages INSERT's column list, and the same columns read from the row `from` (json_populate_record's). */
 const messageColumns = (columns: readonly string[], from: string) => ({
   into: sql.join(columns.map((column) => sql.id(column))),
   values: sql.join(columns.map((column) => sql.ref(`${from}.${column}`))),
@@ -857,7 +863,7 @@ async function insertQuestions(db: Db, questions: NewQuestion[]): Promise<(numbe
     now: question.session.now,
     expires_at: question.session.expires_at,
     stale_before: question.claimStaleBefore,
-    message: messageAsJson(question.message).row,
+    message: messageRow(question.message),
     counters: counterRows(question.counters),
   }));
   const message = messageColumns(columnsOf(calls[0]!.message), 'r');
@@ -897,7 +903,7 @@ async function storeOutcomes(db: Db, outcomes: Outcome[]): Promise<boolean[]> {
     owner: outcome.owner,
     session_id: outcome.sessionId,
     changes: outcome.changes,
-    answer: outcome.answer ? messageAsJson(outcome.answer).row : null,
+    answer: outcome.answer ? messageRow(outcome.answer) : null,
     ...outcome.exchange,
     now: outcome.now,
     counters: counterRows(outcome.counters),
