@@ -60,6 +60,22 @@ try {
     if (answers.length === 1) setImmediate(flush);
   };
 
+  /** Work under way, which a stop waits for. */
+  const track = (done: Promise<void>) => {
+    running.add(done);
+    void done.finally(() => running.delete(done));
+  };
+  /** Runs one call and answers it; settles once answered. */
+  const alone = ({ id, name, args }: QueryCall): Promise<void> => {
+    const operation = operations.get(name);
+    const work = operation ? operation(database, args as never) : Promise.reject(new Error(`no database operation is named ${name}`));
+    return work.then(
+      (result) => answer({ id, result }),
+      (error: unknown) => answer({ id, error: toThreadError(error) }),
+    );
+  };
+  const runAlone = (call: QueryCall) => track(alone(call));
+
   parent.on('message', (message: ToQueryThread) => {
     if (message.kind === 'stop') {
       void Promise.allSettled(running).then(async () => {
@@ -71,20 +87,6 @@ try {
       });
       return;
     }
-    const track = (done: Promise<void>) => {
-      running.add(done);
-      void done.finally(() => running.delete(done));
-    };
-    const runAlone = ({ id, name, args }: QueryCall) => {
-      const operation = operations.get(name);
-      const work = operation ? operation(database, args as never) : Promise.reject(new Error(`no database operation is named ${name}`));
-      track(
-        work.then(
-          (result) => answer({ id, result }),
-          (error: unknown) => answer({ id, error: toThreadError(error) }),
-        ),
-      );
-    };
     // Calls of an operation that batches go together (OperationBatch); a failed batch wrote nothing, and its calls run alone.
     const together = new Map<string, QueryCall[]>();
     for (const call of message.calls) {
@@ -97,15 +99,19 @@ try {
       }
     }
     for (const [name, calls] of together) {
-      const { batches: batched, alone } = batchCalls(calls, batches.get(name)!);
-      for (const call of alone) runAlone(call);
-      for (const group of batched) {
-        const batch = batches.get(name)!;
+      const batch = batches.get(name)!;
+      const grouped = batchCalls(calls, batch);
+      for (const call of grouped.alone) runAlone(call);
+      for (const group of grouped.batches) {
+        const work = (async () => batch.run(database, group.map((call) => call.args as never)))();
+        // Tracked until the calls are answered, after their second try when the batch failed (a stop waits for them).
         track(
-          (async () => batch.run(database, group.map((call) => call.args as never)))().then(
-              (results) => group.forEach((call, index) => answer({ id: call.id, result: results[index] })),
-              () => group.forEach(runAlone),
-            ),
+          work.then(
+            (results) => group.forEach((call, index) => answer({ id: call.id, result: results[index] })),
+            async () => {
+              await Promise.all(group.map(alone));
+            },
+          ),
         );
       }
     }
