@@ -874,6 +874,7 @@ async function insertQuestions(db: Db, questions: NewQuestion[]): Promise<(numbe
     ),
     locked as (select session_id from public_chat_sessions where session_id in (select session_id from v) order by session_id for update),
     claimed as (
+      -- seenSession's columns, with its hold taken as it takes it: change the two together.
       update public_chat_sessions as s
       set client_ip = v.client_ip, user_agent = v.user_agent, active = true, last_seen_at = v.now, expires_at = v.expires_at, updated_at = v.now,
           in_flight_since = case when v.stale_before is null then s.in_flight_since else v.now end
@@ -936,6 +937,7 @@ async function storeOutcomes(db: Db, outcomes: Outcome[]): Promise<boolean[]> {
     }
     sessions as (select session_id from public_chat_sessions where session_id in (select session_id from v) order by session_id for update),
     exchanged as (
+      -- exchangeOnSession's columns: change the two together.
       update public_chat_sessions as s
       set message_count = s.message_count + 1, prompt_tokens = s.prompt_tokens + v.prompt_tokens, completion_tokens = s.completion_tokens + v.completion_tokens,
           total_tokens = s.total_tokens + v.total_tokens, error = v.error, in_flight_since = null, updated_at = v.now

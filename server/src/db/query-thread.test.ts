@@ -125,6 +125,8 @@ function postgresForEachTest(): (options?: { queryThread?: boolean }) => Promise
   let database: Database | undefined;
   let schema: string | undefined;
   afterEach(async () => {
+    // The query thread's pool stops first: a DROP beside its last writes can deadlock (as freshDatabase's dispose does).
+    await database?.queryThread?.stop();
     if (database && schema) await sql`drop schema if exists ${sql.id(schema)} cascade`.execute(database.db);
     await database?.close();
     database = undefined;
