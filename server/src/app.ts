@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import fastifyCompress from '@fastify/compress';
 import fastifyCookie from '@fastify/cookie';
 import fastifyWebsocket from '@fastify/websocket';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RouteOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { countRequests, registerControlRoutes } from './admin/control.routes.ts';
 import { registerMonitoringRoutes } from './admin/monitoring.routes.ts';
@@ -20,6 +20,7 @@ import { registerAskRoutes } from './ask/ask.routes.ts';
 import { registerUserRoutes } from './users/users.routes.ts';
 import { registerMetricsRoutes } from './metrics/metrics.routes.ts';
 import { registerErrorHandler } from './http/errors.ts';
+import { RequestLog } from './http/request-log.ts';
 import { jsonDepthExceeds, refuseBodiesOnBodylessRoutes, tooDeepError } from './http/request-body.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { markdownToSafeHtml } from './http/markdown-html.ts';
@@ -45,22 +46,6 @@ declare module 'fastify' {
   }
 }
 
-/** One log line per request, written when it completes, with the route pattern rather than the raw URL. */
-class OneLinePerRequest extends LogController {
-  override incomingRequest(): void {}
-
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = {
-      method: request.method,
-      route: request.routeOptions.url ?? request.url.split('?')[0],
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime),
-    };
-    if (error) request.log.error({ ...line, err: error }, 'request failed');
-    else request.log.info(line, 'request completed');
-  }
-}
-
 /**
  * Builds the Fastify app from its dependencies without listening, so tests
  * drive it with `inject()` and main.ts decides how to serve it.
@@ -68,9 +53,10 @@ class OneLinePerRequest extends LogController {
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const { env } = deps;
   const https = env.TLS_CERT_FILE && env.TLS_KEY_FILE ? { cert: readFileSync(env.TLS_CERT_FILE), key: readFileSync(env.TLS_KEY_FILE) } : null;
+  const requestLog = new RequestLog(deps.loggers.get('api'));
   const app = Fastify({
     loggerInstance: deps.loggers.get('api'),
-    logController: new OneLinePerRequest(),
+    logController: requestLog,
     genReqId: () => randomUUID(),
     trustProxy: trustProxyOption(env.TRUST_PROXY),
     bodyLimit: 256 * 1024,
@@ -85,6 +71,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app);
+  // The refusals not summed up yet are written as the app closes.
+  app.addHook('onClose', async () => requestLog.flush());
   acceptEmptyJsonBodies(app);
   refuseUnstorableText(app);
   refuseBodiesOnBodylessRoutes(app);

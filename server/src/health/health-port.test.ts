@@ -96,7 +96,7 @@ describe('the health port (HEALTH_PORT)', () => {
     const probe = (overrides: Partial<HealthProbe> = {}): HealthProbe => ({
       ping: async () => {},
       paused: () => false,
-      queueSize: () => 3,
+      queueSize: async () => 3,
       discordGatewayConnected: () => true,
       ...overrides,
     });

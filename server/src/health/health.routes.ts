@@ -2,31 +2,37 @@ import { HealthSchema } from '@concierge/contract';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ConfigService } from '../config/config.service.ts';
-import type { Database } from '../db/database.ts';
+import { answeredWithin } from '../db/database.ts';
 import { serviceUnavailable } from '../errors.ts';
+
+/** How long the check waits for the database before it answers 503 (as Database.ping does). */
+const DATABASE_TIMEOUT_MS = 2000;
 
 /** Live figures other subsystems contribute to the health record. */
 export interface HealthSources {
-  /** Ask commands waiting for the assistant. */
-  queueSize(): number | Promise<number>;
+  /** Ask commands waiting for the assistant, counted on the database's health connection. */
+  queueSize(): Promise<number>;
   discordGatewayConnected(): boolean;
 }
 
 export function registerHealthRoutes(
   instance: FastifyInstance,
-  deps: { database: Database; config: ConfigService; health: HealthSources },
+  deps: { config: ConfigService; health: HealthSources },
 ): void {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   app.get('/healthz', { schema: { tags: ['health'], response: { 200: HealthSchema } } }, async (request) => {
+    // The queue's count is the database check: one round trip, not a ping and then the count. Each one is a turn of
+    // the event loop on PostgreSQL, and in a crowd every turn waits behind thousands of connections (bench/RESULTS.md).
+    let queueSize: number;
     try {
-      await deps.database.ping();
+      queueSize = await answeredWithin(deps.health.queueSize(), DATABASE_TIMEOUT_MS);
     } catch (error) {
       request.log.error({ err: error }, 'health check: database unreachable');
       throw serviceUnavailable('Database unreachable', 'database_unreachable');
     }
     return {
       paused: deps.config.get().paused,
-      queue_size: await deps.health.queueSize(),
+      queue_size: queueSize,
       discord_gateway_connected: deps.health.discordGatewayConnected(),
     };
   });

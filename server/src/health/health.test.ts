@@ -33,14 +33,33 @@ describe('GET /healthz', () => {
   });
 
   it('answers 503 when the database cannot be reached', async () => {
-    const ping = ctx.deps.database.ping;
-    Object.assign(ctx.deps.database, { ping: () => Promise.reject(new Error('connection refused')) });
+    const { healthDb } = ctx.deps.database;
+    // The health connection's statements fail as a refused connection's would.
+    const refused = healthDb.withPlugin({
+      transformQuery: () => {
+        throw new Error('connection refused');
+      },
+      transformResult: (args) => Promise.resolve(args.result),
+    });
+    Object.assign(ctx.deps.database, { healthDb: refused });
     try {
       const response = await ctx.app.inject({ url: '/healthz' });
       expect(response.statusCode).toBe(503);
       expect(response.json()).toEqual({ error: 'Database unreachable', code: 'database_unreachable' });
     } finally {
-      Object.assign(ctx.deps.database, { ping });
+      Object.assign(ctx.deps.database, { healthDb });
+    }
+  });
+
+  it('answers 503 when the database does not answer within 2 s', async () => {
+    const queueSize = ctx.deps.health.queueSize;
+    Object.assign(ctx.deps.health, { queueSize: () => new Promise<number>(() => {}) });
+    try {
+      const response = await ctx.app.inject({ url: '/healthz' });
+      expect(response.statusCode).toBe(503);
+      expect(response.json()).toEqual({ error: 'Database unreachable', code: 'database_unreachable' });
+    } finally {
+      Object.assign(ctx.deps.health, { queueSize });
     }
   });
 });

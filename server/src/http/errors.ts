@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isAppError } from '../errors.ts';
+import { markRefusal } from './request-log.ts';
 
 /** Public chat replies carry `success: false` on errors, as SPEC's chat reply does. */
 const withSuccessFlag = (request: FastifyRequest) => request.url.startsWith('/public/');
@@ -54,6 +55,7 @@ export function registerErrorHandler(app: FastifyInstance): void {
     if (isAppError(error)) {
       reply.headers(error.headers);
       if (!error.expected) request.log.error({ err: error }, error.message);
+      else if (error.status >= 500) markRefusal(request, error.code);
       return sendError(request, reply, error.status, { error: error.message, code: error.code, ...(error.field ? { field: error.field } : {}) });
     }
     if (hasZodFastifySchemaValidationErrors(error)) {
