@@ -357,7 +357,7 @@ export const storeProgressMarks = onQueryThread('chat.storeProgressMarks', async
       cast(${column('provider_message_id')} as text[]), cast(${column('run_id')} as text[]), cast(${column('run_status')} as text[]),
       cast(${column('step')} as text[]), cast(${column('updated_at')} as timestamptz[])
     ) as v(id, owner, provider_message_id, run_id, run_status, step, updated_at)
-    where m.id = v.id and m.owner = v.owner and m.id in (select id from locked)`.execute(database.db);
+    where m.id = v.id and m.owner = v.owner and m.id = any(cast(${ids} as bigint[])) and m.id in (select id from locked)`.execute(database.db);
 }, { atTurnEnd: true });
 
 /**
