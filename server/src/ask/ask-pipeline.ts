@@ -6,7 +6,7 @@ import type { OfflineFallback } from '../assistant/offline-fallback.ts';
 import { ProviderError, type Answer, type RunOverrides, type RunSettings, type RunState, type TokenUsage } from '../assistant/provider.ts';
 import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
-import { AppError, refusal } from '../errors.ts';
+import { AppError, DATABASE_UNAVAILABLE, databaseUnreachable, refusal } from '../errors.ts';
 import type { AnswerEvent, EventBus } from '../events.ts';
 import type { TokenBudget } from './token-budget.ts';
 
@@ -541,11 +541,20 @@ function releasedOnce(giveBack: () => void): Slot {
  */
 export const busy = () => refusal('busy', ASK_ERRORS.busy, { 'retry-after': '5', connection: 'close' });
 
-/** What the person asking is told, and what is stored, when an answer fails. */
+/**
+ * What the person asking is told, and what is stored, when an answer fails.
+ * The database going away while it answers (PostgreSQL restarting, its
+ * connections refused) is the database's 503, as any request meeting it
+ * gets, not the assistant's fault; a provider's own errors (ProviderError,
+ * whose causes carry network codes too) stay the provider's.
+ */
 export function describeFailure(error: unknown, ceiling: AbortSignal, ceilingMs: number): { status: number; code: string; userMessage: string; logMessage: string } {
   if (ceiling.aborted) {
     return { status: 504, code: 'answer_timeout', userMessage: ASK_ERRORS.timeout, logMessage: `No answer within ${Math.round(ceilingMs / 1000)} s` };
   }
   const detail = error instanceof Error ? error.message : String(error);
+  if (!(error instanceof ProviderError) && databaseUnreachable(error)) {
+    return { status: 503, code: 'database_unavailable', userMessage: DATABASE_UNAVAILABLE, logMessage: detail };
+  }
   return { status: 502, code: 'provider_error', userMessage: ASK_ERRORS.providerError, logMessage: detail };
 }

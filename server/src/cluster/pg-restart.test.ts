@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DATABASE_UNAVAILABLE } from '../http/errors.ts';
+import { DATABASE_UNAVAILABLE } from '../errors.ts';
 import { cookiesOf, ServerProcess } from '../test-support/server-process.ts';
 import { ADMIN, testDatabaseKind } from '../test-support/test-context.ts';
 

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { isAppError } from '../errors.ts';
+import { DATABASE_UNAVAILABLE, databaseUnreachable, isAppError } from '../errors.ts';
 import { markRefusal } from './request-log.ts';
 
 /** Public chat replies carry `success: false` on errors, as SPEC's chat reply does. */
@@ -22,26 +22,6 @@ function describeValidation(error: FastifyError & { validation: { instancePath: 
     return { error: 'Request body must be a JSON object' };
   }
   return { error: message };
-}
-
-export const DATABASE_UNAVAILABLE = 'The service cannot reach its database right now. Please try again in a moment.';
-
-/** Network codes of a database server that is down or went away. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
-
-/**
- * PostgreSQL gone (restarting, shut down, unreachable): its "cannot connect
- * now" / "admin shutdown" codes (class 57P), connection exceptions (class
- * 08), a refused or reset socket, or pg's "Connection terminated". A 503 the
- * client may retry, not a 500.
- */
-function databaseUnreachable(error: unknown): boolean {
-  for (let cause: unknown = error, depth = 0; cause && depth < 5; cause = (cause as { cause?: unknown }).cause, depth++) {
-    const { code, message } = cause as { code?: unknown; message?: unknown };
-    if (typeof code === 'string' && (/^57P0[1-3]$/.test(code) || /^08/.test(code) || NETWORK_CODES.has(code))) return true;
-    if (typeof message === 'string' && /^Connection terminated|timeout exceeded when trying to connect/.test(message)) return true;
-  }
-  return false;
 }
 
 /**
