@@ -39,6 +39,9 @@ export interface Database {
   close(): Promise<void>;
 }
 
+/** How long a health check waits for the database before it counts it unreachable (Database.ping's default). */
+export const PING_TIMEOUT_MS = 2000;
+
 export interface DatabaseOptions {
   logger?: Logger;
   /** PostgreSQL only: the schema to work in (created if missing). Tests use one per suite. */
@@ -85,7 +88,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     dialect,
     sharedAs: url === 'sqlite::memory:' ? null : { url, schema: options.schema },
     transaction: (fn) => db.transaction().execute(fn),
-    ping: (timeoutMs = 2000) => answeredWithin(sql`select 1`.execute(healthDb), timeoutMs).then(() => undefined),
+    ping: (timeoutMs = PING_TIMEOUT_MS) => answeredWithin(sql`select 1`.execute(healthDb), timeoutMs).then(() => undefined),
     checkpointer,
     queryThread,
     async close() {

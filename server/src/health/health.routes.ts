@@ -2,11 +2,8 @@ import { HealthSchema } from '@concierge/contract';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ConfigService } from '../config/config.service.ts';
-import { answeredWithin } from '../db/database.ts';
+import { answeredWithin, PING_TIMEOUT_MS } from '../db/database.ts';
 import { serviceUnavailable } from '../errors.ts';
-
-/** How long the check waits for the database before it answers 503 (as Database.ping does). */
-const DATABASE_TIMEOUT_MS = 2000;
 
 /** Live figures other subsystems contribute to the health record. */
 export interface HealthSources {
@@ -25,7 +22,7 @@ export function registerHealthRoutes(
     // the event loop on PostgreSQL, and in a crowd every turn waits behind thousands of connections (bench/RESULTS.md).
     let queueSize: number;
     try {
-      queueSize = await answeredWithin(deps.health.queueSize(), DATABASE_TIMEOUT_MS);
+      queueSize = await answeredWithin(deps.health.queueSize(), PING_TIMEOUT_MS);
     } catch (error) {
       request.log.error({ err: error }, 'health check: database unreachable');
       throw serviceUnavailable('Database unreachable', 'database_unreachable');
