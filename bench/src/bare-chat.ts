@@ -28,7 +28,8 @@ type MessageContent = Extract<OpenAI.Conversations.ConversationItem, { type: 'me
  * SDK: conversations.create on the session's first question,
  * conversations.items.create, responses.create (background, stored, on the
  * conversation, file_search), responses.retrieve polled with the same first
- * look and back-off until a final status, conversations.items.list.
+ * look and back-off until a final status, conversations.items.list of the
+ * items after the question.
  * With `Accept: text/event-stream` it streams as the product does (DESIGN
  * §9): the response is created with `stream: true`, its text deltas are sent
  * on as `event: delta` as they come, and after `response.completed` the
@@ -59,7 +60,7 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
       if (streaming) return streamAnswer(session, request.body.message, reply);
       try {
         const conversation = await conversationOf(session);
-        await client.conversations.items.create(conversation, { items: [{ type: 'message', role: 'user', content: request.body.message }] }).withResponse();
+        const question = await ask(conversation, request.body.message);
         let run = (
           await client.responses
             .create({
@@ -82,7 +83,7 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
           run = (await client.responses.retrieve(run.id).withResponse()).data;
         }
         if (run.status !== 'completed') return reply.code(502).send({ success: false, error: `run ended ${run.status}` });
-        const items = (await client.conversations.items.list(conversation, { limit: 10, order: 'desc' }).withResponse()).data;
+        const items = (await client.conversations.items.list(conversation, answerAfter(question)).withResponse()).data;
         const message = items.data.find((item) => item.type === 'message' && item.role === 'assistant');
         if (!message || message.type !== 'message') return reply.code(502).send({ success: false, error: 'no answer' });
         const { text, sources } = answerOf(message.content);
@@ -103,6 +104,10 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
     return conversation;
   };
 
+  /** The question added to the conversation; its item's id. */
+  const ask = async (conversation: string, message: string): Promise<string | undefined> =>
+    (await client.conversations.items.create(conversation, { items: [{ type: 'message', role: 'user', content: message }] }).withResponse()).data.data[0]?.id;
+
   /** The streamed reply: the same calls with the response's events followed instead of polled. */
   const streamAnswer = (session: string, message: string, reply: FastifyReply) => {
     const body = new PassThrough();
@@ -111,7 +116,7 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
     void (async () => {
       try {
         const conversation = await conversationOf(session);
-        await client.conversations.items.create(conversation, { items: [{ type: 'message', role: 'user', content: message }] }).withResponse();
+        const question = await ask(conversation, message);
         const stream = (
           await client.responses
             .create({
@@ -135,7 +140,7 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
           }
         }
         if (status !== 'completed') throw new Error(`run ended ${status}`);
-        const items = (await client.conversations.items.list(conversation, { limit: 10, order: 'desc' }).withResponse()).data;
+        const items = (await client.conversations.items.list(conversation, answerAfter(question)).withResponse()).data;
         const found = items.data.find((item) => item.type === 'message' && item.role === 'assistant');
         if (!found || found.type !== 'message') throw new Error('no answer');
         const { text, sources } = answerOf(found.content);
@@ -159,6 +164,9 @@ export async function startBareChat(options: BareChatOptions): Promise<{ url: st
   const port = typeof address === 'object' && address ? address.port : 0;
   return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
 }
+
+/** The product's listing of an answer: the items after its question, oldest first. */
+const answerAfter = (question: string | undefined) => (question ? { after: question, limit: 10, order: 'asc' as const } : { limit: 10, order: 'desc' as const });
 
 function answerOf(content: MessageContent): { text: string; sources: { file_id: string; filename: string }[] } {
   const sources = new Map<string, { file_id: string; filename: string }>();

@@ -405,15 +405,17 @@ export class AskPipeline {
     try {
       if (offline) await this.#options.fallback!.ready();
       let threadId = progress.threadId;
+      let questionId = progress.messageId;
       let target: RunState | string;
       if (progress.runId && threadId) {
         target = progress.runId;
       } else {
         const startedRun = await assistant.start(job.log, job.prompt, progress, { ...options, stream: Boolean(onText) });
         threadId = startedRun.threadId;
+        questionId = startedRun.messageId;
         target = startedRun.run;
       }
-      const result = await assistant.finish(job.log, threadId!, target, { ...options, onText });
+      const result = await assistant.finish(job.log, threadId!, target, { ...options, onText, questionId });
       const finishedAt = clock.now();
       const outcome: AnswerOutcome = offline
         ? {

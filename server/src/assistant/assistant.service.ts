@@ -63,6 +63,15 @@ export interface AskHooks {
   runCreated?(run: RunState): void | Promise<void>;
 }
 
+export interface FinishOptions {
+  signal?: AbortSignal;
+  hooks?: AskHooks;
+  settings?: RunSettings;
+  onText?: (delta: string) => void;
+  /** The question's message in the thread (`start`'s messageId): its answer is the assistant message after it. */
+  questionId?: string | null;
+}
+
 export interface StartedRun {
   threadId: string;
   messageId: string;
@@ -172,7 +181,7 @@ export class AssistantService {
     const settings = options.settings ?? this.runSettings();
     try {
       const started = await this.start(context, text, { threadId, messageId: null, runId: null }, { ...options, settings });
-      return await this.finish(context, started.threadId, started.run, { ...options, settings });
+      return await this.finish(context, started.threadId, started.run, { ...options, settings, questionId: started.messageId });
     } finally {
       await this.flushLogs();
     }
@@ -231,7 +240,7 @@ export class AssistantService {
     context: CallContext,
     threadId: string,
     run: RunState | string,
-    options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings; onText?: (delta: string) => void } = {},
+    options: FinishOptions = {},
   ): Promise<AskResult> {
     try {
       return await this.#finish(context, threadId, run, options);
@@ -244,7 +253,7 @@ export class AssistantService {
     context: CallContext,
     threadId: string,
     run: RunState | string,
-    options: { signal?: AbortSignal; hooks?: AskHooks; settings?: RunSettings; onText?: (delta: string) => void },
+    options: FinishOptions,
   ): Promise<AskResult> {
     const { signal, hooks, onText } = options;
     const settings = options.settings ?? this.runSettings();
@@ -273,7 +282,7 @@ export class AssistantService {
     }
     await hooks?.step?.('list_message');
     const finalState = state;
-    const answer = await this.#logged('list_messages', context, (call) => this.provider.listMessages(call, threadId, finalState));
+    const answer = await this.#logged('list_messages', context, (call) => this.provider.listMessages(call, threadId, finalState, options.questionId));
     return { threadId, runId: state.id, runStatus: state.status, answer, usage: state.usage ?? NO_USAGE };
   }
 
@@ -344,6 +353,9 @@ export class AssistantService {
       throw caught;
     } finally {
       const endedAt = this.#clock.now();
+      const batched = BATCHED_STEPS.has(step) && !operation;
+      // A batched row waits for the writer's flush: its bodies wait as bytes, off the JavaScript heap (LogText).
+      const body = batched ? serializeToBytes : serialize;
       const row = {
         session_id: context.sessionId ?? null,
         public_chat_message_id: context.messageId ?? null,
@@ -353,12 +365,12 @@ export class AssistantService {
         operation: operation ?? null,
         request_started: started,
         request_ended: endedAt.toISOString(),
-        request_body: serialize(requestBody),
-        response_body: serialize(responseBody),
-        response_headers: serialize(responseHeaders),
+        request_body: body(requestBody),
+        response_body: body(responseBody),
+        response_headers: body(responseHeaders),
         error: error === undefined ? null : describeError(error),
       };
-      if (BATCHED_STEPS.has(step) && !operation) {
+      if (batched) {
         this.#logs.add(step, row);
       } else {
         try {
@@ -378,6 +390,13 @@ function serialize(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > MAX_BODY_CHARS ? `${text.slice(0, MAX_BODY_CHARS)}… [truncated]` : text;
+}
+
+const utf8 = new TextEncoder();
+
+function serializeToBytes(value: unknown): Uint8Array | null {
+  const text = serialize(value);
+  return text === null ? null : utf8.encode(text);
 }
 
 function describeError(error: unknown): string {

@@ -136,8 +136,12 @@ export interface AssistantProvider {
    * caller polls it instead. Providers that cannot stream leave it out.
    */
   followRun?(call: ProviderCall, threadId: string, run: RunState, options: FollowOptions): Promise<RunState>;
-  /** The answer the run produced (the newest assistant message of the thread), given the run's final state. */
-  listMessages(call: ProviderCall, threadId: string, run: RunState): Promise<Answer>;
+  /**
+   * The answer the run produced, given the run's final state: the first
+   * assistant message after `questionId` (the question's message, when it
+   * is known), else the newest assistant message of the thread.
+   */
+  listMessages(call: ProviderCall, threadId: string, run: RunState, questionId?: string | null): Promise<Answer>;
   /** Stops a run in flight; a run already over stays as it is. Returns its state after. */
   cancelRun(call: ProviderCall, threadId: string, runId: string): Promise<RunState>;
 

@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FINAL_RUN_STATUSES } from '../provider.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../test-support/fake-openai/fake-openai.ts';
 import { cookieFrom, createTestContext, signIn, uploadKnowledge, type TestContext } from '../../test-support/test-context.ts';
 
@@ -105,6 +107,31 @@ describe('the OpenAI provider through the real SDK', () => {
     expect(last.input[1]!.content).toBe('Where is the cloakroom?');
     const [conversation] = [...fake.state.conversations.values()];
     expect(conversation!.items.map((item) => item.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+  });
+
+  it("reads a question's answer from the items after it, not a later question's", async () => {
+    const { provider } = ctx.deps.assistant;
+    const call = { request: () => {}, response: () => {} };
+    const settings = ctx.deps.assistant.runSettings();
+    const ended = async (runId: string) => {
+      for (;;) {
+        const state = await provider.retrieveRun(call, thread, runId);
+        if (FINAL_RUN_STATUSES.has(state.status)) return state;
+        await sleep(10);
+      }
+    };
+    const thread = await provider.createThread(call);
+    const badges = await provider.createMessage(call, thread, 'Where do I pick up badges?');
+    const badgesRun = await ended((await provider.createRun(call, thread, settings)).id);
+    const cloakroom = await provider.createMessage(call, thread, 'Where is the cloakroom?');
+    const cloakroomRun = await ended((await provider.createRun(call, thread, settings)).id);
+
+    expect((await provider.listMessages(call, thread, badgesRun, badges)).text).toContain('registration desk in Hall A');
+    expect((await provider.listMessages(call, thread, cloakroomRun, cloakroom)).text).toContain('Room 101');
+    // Without its question (a run recovered from a row stored without it), the newest answer is the one read.
+    expect((await provider.listMessages(call, thread, badgesRun)).text).toContain('Room 101');
+    const listed = fake.journal.filter((entry) => entry.method === 'GET' && entry.path === `/v1/conversations/${thread}/items`);
+    expect(listed[0]!.query).toMatchObject({ after: badges, order: 'asc' });
   });
 
   it('creates its vector store once and remembers it', async () => {

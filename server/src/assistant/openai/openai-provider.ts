@@ -42,13 +42,14 @@ export interface OpenAIProviderOptions {
 const STORE_SETTING = 'openai_vector_store_id';
 const FILE_READY_TIMEOUT_MS = 120_000;
 const FILE_POLL_MS = 1000;
-/** Conversation items read when looking for the newest answer. */
+/** Conversation items read when looking for the answer (after its question, or the newest). */
 const ANSWER_LOOKBACK = 10;
 /** A dropped stream is picked up again this many times before the run is polled instead. */
 const MAX_STREAM_RESUMES = 5;
 const TERMINAL_EVENTS = new Set(['response.completed', 'response.failed', 'response.incomplete']);
 /** Why we close a response stream ourselves (given, so that aborting does not build a DOMException and its stack for every answer). */
 const STREAM_CLOSED = 'closed by the concierge';
+const ENDED: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
 /**
  * A background response's event stream, open since it was created with
@@ -69,13 +70,15 @@ class ResponseEventStream implements OpenRunStream {
     this.#abort = abort;
   }
 
-  /** The next event, or null once the stream has ended (with or without a final event). */
-  async next(): Promise<StreamEvent | null> {
-    if (this.#closed) return null;
-    const { value, done } = await this.#iterator.next();
-    if (done) return null;
-    this.lastSequence = value.sequence_number;
-    return value;
+  /**
+   * The SDK's next step: an event, or `done` once the stream has ended (with
+   * or without a final event). The caller keeps the sequence number
+   * (`lastSequence`) of each event it takes. Handed on as it is, without an
+   * async frame of its own: an answer has a score of events, and at the peak
+   * each frame's promise is garbage the event loop pays to collect.
+   */
+  next(): Promise<IteratorResult<StreamEvent>> {
+    return this.#closed ? Promise.resolve(ENDED) : this.#iterator.next();
   }
 
   close(): void {
@@ -205,8 +208,9 @@ export class OpenAIProvider implements AssistantProvider {
           stream = await this.#resume(run.id, lastSequence, signal);
         }
         try {
-          for (let event = await stream.next(); event; event = await stream.next()) {
-            lastSequence = event.sequence_number;
+          for (let step = await stream.next(); !step.done; step = await stream.next()) {
+            const event = step.value;
+            lastSequence = stream.lastSequence = event.sequence_number;
             if (event.type === 'response.output_text.delta') onText(event.delta);
             else if (TERMINAL_EVENTS.has(event.type) && 'response' in event) {
               call.request(describe());
@@ -263,7 +267,7 @@ export class OpenAIProvider implements AssistantProvider {
     return runState(data);
   }
 
-  async listMessages(call: ProviderCall, threadId: string, run: RunState): Promise<Answer> {
+  async listMessages(call: ProviderCall, threadId: string, run: RunState, questionId?: string | null): Promise<Answer> {
     if (run.output) {
       // A run on the last N messages answered outside the conversation: the answer joins it here, so the thread stays whole.
       const answer = run.output;
@@ -273,7 +277,9 @@ export class OpenAIProvider implements AssistantProvider {
       call.response(data, response.headers);
       return { ...answer, sources: await this.#withFilenames(answer.sources) };
     }
-    const query = { limit: ANSWER_LOOKBACK, order: 'desc' as const };
+    // The items after the question, oldest first: the run's own, not the earlier conversation's (nor a later question's answer).
+    // Without the question's id (a run recovered from a row stored without it), the newest items.
+    const query = questionId ? { after: questionId, limit: ANSWER_LOOKBACK, order: 'asc' as const } : { limit: ANSWER_LOOKBACK, order: 'desc' as const };
     call.request({ conversation_id: threadId, ...query });
     const { data, response } = await wrap(() => this.#client.conversations.items.list(threadId, query).withResponse());
     call.response(data, response.headers);
