@@ -4,15 +4,6 @@ import { onQueryThread } from '../db/query-thread.ts';
 import { StatementTemplate } from '../db/statement-template.ts';
 import { PROVIDER_LOG_TABLE, type ProviderStep } from '../db/schema/assistant.ts';
 
-/**
- * A call log's body as it waits to be written: JSON text, or that text's
- * UTF-8 bytes. An answer's logs wait up to ProviderLogWriter's flush, long
- * enough at the peak for a string to outlive two young-generation
- * collections and be copied into the old generation; bytes wait outside the
- * JavaScript heap, and are made text again where they are written.
- */
-export type LogText = string | Uint8Array;
-
 export interface ProviderLogRow {
   session_id: string | null;
   public_chat_message_id: number | null;
@@ -22,28 +13,16 @@ export interface ProviderLogRow {
   operation: string | null;
   request_started: string;
   request_ended: string;
-  request_body: LogText | null;
-  response_body: LogText | null;
-  response_headers: LogText | null;
+  request_body: string | null;
+  response_body: string | null;
+  response_headers: string | null;
   error: string | null;
 }
 
 /** Rows written in one statement at most on PostgreSQL by insertProviderLogBatch (14 parameters each, well under its 65,535). */
 const MAX_ROWS_IN_ONE_STATEMENT = 1000;
 
-const utf8 = new TextDecoder();
-const text = (value: LogText | null): string | null => (value === null || typeof value === 'string' ? value : utf8.decode(value));
-
-const stored = (rows: ProviderLogRow[]) =>
-  rows.map((row) => ({
-    ask_command_id: null,
-    ...row,
-    request_body: text(row.request_body),
-    response_body: text(row.response_body),
-    response_headers: text(row.response_headers),
-    created_at: row.request_ended,
-    updated_at: row.request_ended,
-  }));
+const stored = (rows: ProviderLogRow[]) => rows.map((row) => ({ ask_command_id: null, ...row, created_at: row.request_ended, updated_at: row.request_ended }));
 
 type StoredRow = ReturnType<typeof stored>[number];
 
@@ -89,5 +68,8 @@ export const insertProviderLogBatch = onQueryThread('assistant.insertProviderLog
 }, { atTurnEnd: true });
 
 export async function insertProviderLog(db: Db, step: ProviderStep, row: ProviderLogRow): Promise<void> {
-  await insertRows(db, step, [row]).execute();
+  await db
+    .insertInto(PROVIDER_LOG_TABLE[step])
+    .values({ ...row, created_at: row.request_ended, updated_at: row.request_ended })
+    .execute();
 }

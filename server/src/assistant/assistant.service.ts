@@ -353,9 +353,6 @@ export class AssistantService {
       throw caught;
     } finally {
       const endedAt = this.#clock.now();
-      const batched = BATCHED_STEPS.has(step) && !operation;
-      // A batched row waits for the writer's flush: its bodies wait as bytes, off the JavaScript heap (LogText).
-      const body = batched ? serializeToBytes : serialize;
       const row = {
         session_id: context.sessionId ?? null,
         public_chat_message_id: context.messageId ?? null,
@@ -365,12 +362,12 @@ export class AssistantService {
         operation: operation ?? null,
         request_started: started,
         request_ended: endedAt.toISOString(),
-        request_body: body(requestBody),
-        response_body: body(responseBody),
-        response_headers: body(responseHeaders),
+        request_body: serialize(requestBody),
+        response_body: serialize(responseBody),
+        response_headers: serialize(responseHeaders),
         error: error === undefined ? null : describeError(error),
       };
-      if (batched) {
+      if (BATCHED_STEPS.has(step) && !operation) {
         this.#logs.add(step, row);
       } else {
         try {
@@ -390,13 +387,6 @@ function serialize(value: unknown): string | null {
   if (value === undefined || value === null) return null;
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return text.length > MAX_BODY_CHARS ? `${text.slice(0, MAX_BODY_CHARS)}… [truncated]` : text;
-}
-
-const utf8 = new TextEncoder();
-
-function serializeToBytes(value: unknown): Uint8Array | null {
-  const text = serialize(value);
-  return text === null ? null : utf8.encode(text);
 }
 
 function describeError(error: unknown): string {
