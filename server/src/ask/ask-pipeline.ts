@@ -377,16 +377,18 @@ export class AskPipeline {
     const hooks: AskHooks = offline ? { step: storedHooks.step, runCreated: async (created) => void (run = created) } : storedHooks;
     const signal = job.signal ? AbortSignal.any([ceiling.signal, job.signal]) : ceiling.signal;
     const options = { signal, hooks, settings: job.settings };
-    /** The text handed on so far (a streaming front's partial answer). */
-    let handedOn = '';
-    /** What the provider has written so far, until it passes the answer's cap. */
+    /** What the provider has written so far (past the answer's cap, the capped answer). */
     let written = '';
+    /** How much of `written` a streaming front has been handed so far. */
+    let handedOn = 0;
     let capped = false;
     const handOn = (piece: string) => {
       if (!piece) return;
-      handedOn += piece;
+      handedOn += piece.length;
       job.onText!(piece);
     };
+    /** The text handed on so far (a streaming front's partial answer). */
+    const handedText = () => written.slice(0, handedOn);
     // The pieces handed on always put together the stored answer: up to the cut as they come, the rest (or, past
     // ANSWER_MAX_LENGTH, the truncation mark) once the end is known; nothing more once the answer is cut.
     const onText = job.onText
@@ -395,11 +397,13 @@ export class AskPipeline {
           written += delta;
           if (written.length > ANSWER_MAX_LENGTH) {
             capped = true;
-            handOn(capAnswer(written).slice(handedOn.length));
-            written = '';
+            written = capAnswer(written);
+            handOn(written.slice(handedOn));
             return;
           }
-          handOn(written.slice(handedOn.length, answerKeptLength(written)));
+          const kept = answerKeptLength(written);
+          // Short of the cut (nearly always), the delta itself: slicing the text written so far would copy it whole for every delta.
+          handOn(kept === written.length && handedOn === kept - delta.length ? delta : written.slice(handedOn, kept));
         }
       : undefined;
     try {
@@ -431,7 +435,11 @@ export class AskPipeline {
       // What the provider did not hand on as it went (the whole answer of a polled run, the fallback's note, the end
       // held back under the cut) goes now, so the pieces always put together the answer.
       const text = outcome.answer.text;
-      if (job.onText && text.length > handedOn.length && text.startsWith(handedOn)) handOn(text.slice(handedOn.length));
+      const handed = handedText();
+      if (job.onText && text.length > handed.length && text.startsWith(handed)) {
+        written = text;
+        handOn(text.slice(handed.length));
+      }
       // The answer's call logs and its tokens are written beside it (the logs in one batch for every answer ending now),
       // so they are stored once it is.
       await Promise.all([recorder.completed(outcome), assistant.flushLogs(), offline ? undefined : this.#spent(assistant, result.usage)]);
@@ -450,7 +458,7 @@ export class AskPipeline {
           });
         }
         const stop: AnswerStopped = {
-          partial: handedOn,
+          partial: handedText(),
           threadId: progress.threadId,
           runId,
           runStatus: runId ? 'cancelled' : null,
@@ -461,7 +469,7 @@ export class AskPipeline {
         const failure: AnswerFailure = { ...stop, status: 499, code: 'stopped', userMessage: STOPPED_MESSAGE, logMessage: STOPPED_MESSAGE };
         if (!offline) await this.#spent(assistant, stop.usage);
         await Promise.all([recorder.stopped ? recorder.stopped(stop) : recorder.failed(failure), assistant.flushLogs()]);
-        this.#publish(job, { state: 'aborted', step: lastStep as AskStep | null, response: handedOn || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
+        this.#publish(job, { state: 'aborted', step: lastStep as AskStep | null, response: stop.partial || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
         throw new AskStoppedError(stop, failure, error);
       }
       const failure: AnswerFailure = {
