@@ -232,7 +232,7 @@ export class QueryThread {
     const worker = new Worker(WORKER_URL, {
       name: 'query-thread',
       workerData: { url, schema, poolSize, autocheckpoint } satisfies QueryThreadData,
-      // Short-lived rows and messages: a young generation as small as the server's own (--max-semi-space-size=8).
+      // Short-lived rows and messages: a small young generation (3 × 8 MB; the server's is 16 MB semi-spaces, see SERVER_NODE_OPTIONS).
       resourceLimits: { maxYoungGenerationSizeMb: 24 },
     });
     // Only calls waiting for an answer keep the process alive (#track).
