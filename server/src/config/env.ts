@@ -15,7 +15,7 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
  * 541 MB in the 10,000-question burst with the default. With 16 MB the
  * burst's peak was no higher than with 8 (412–544 MB in four runs, against
  * 436–500 in three, on the same machine the same hour), and the hot path
- * makes half the scavenges: 0.85–0.87× the bare route's answers a second on
+ * makes half the scavenges: 0.85–0.88× the bare route's answers a second on
  * SQLite instead of 0.80–0.83× (bench/RESULTS.md). V8 rounds the size to a
  * power of two (12 behaves as 16). It reads it only at start-up, so it is
  * given on the command line, not set from inside.
