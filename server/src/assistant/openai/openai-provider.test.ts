@@ -113,6 +113,7 @@ describe('the OpenAI provider through the real SDK', () => {
     const { provider } = ctx.deps.assistant;
     const call = { request: () => {}, response: () => {} };
     const settings = ctx.deps.assistant.runSettings();
+    const thread = await provider.createThread(call);
     const ended = async (runId: string) => {
       for (;;) {
         const state = await provider.retrieveRun(call, thread, runId);
@@ -120,7 +121,6 @@ describe('the OpenAI provider through the real SDK', () => {
         await sleep(10);
       }
     };
-    const thread = await provider.createThread(call);
     const badges = await provider.createMessage(call, thread, 'Where do I pick up badges?');
     const badgesRun = await ended((await provider.createRun(call, thread, settings)).id);
     const cloakroom = await provider.createMessage(call, thread, 'Where is the cloakroom?');
