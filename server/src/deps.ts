@@ -119,7 +119,13 @@ export const APP_VERSION: string = JSON.parse(readFileSync(path.join(REPO_ROOT, 
 export async function createDeps(env: Env, options: DepsOptions = {}): Promise<Deps> {
   const clock = options.clock ?? systemClock;
   const loggers = new Loggers({ level: env.LOG_LEVEL, destination: options.logDestination });
-  const database = await openDatabase(env.DATABASE_URL, { logger: loggers.get('db'), schema: options.databaseSchema, checkpointThread: true, queryThread: options.queryThread ?? true });
+  const database = await openDatabase(env.DATABASE_URL, {
+    logger: loggers.get('db'),
+    schema: options.databaseSchema,
+    poolSize: env.DATABASE_POOL_SIZE,
+    checkpointThread: true,
+    queryThread: options.queryThread ?? true,
+  });
   try {
     await migrateToLatest(database, loggers.get('db'));
     // With PostgreSQL, events of CLUSTER_EVENTS reach every process (LISTEN/NOTIFY); startServer starts hearing them.

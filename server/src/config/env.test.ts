@@ -54,6 +54,12 @@ describe('environment', () => {
     }
   });
 
+  it('reads DATABASE_POOL_SIZE, 4 unless set, refusing fewer than 2 connections', () => {
+    expect(loadEnv({}).DATABASE_POOL_SIZE).toBe(4);
+    expect(loadEnv({ DATABASE_POOL_SIZE: '12' }).DATABASE_POOL_SIZE).toBe(12);
+    for (const bad of ['1', 'many', '2.5', '101']) expect(problemsOf({ DATABASE_POOL_SIZE: bad }), bad).toEqual([expect.stringMatching(/^DATABASE_POOL_SIZE: /)]);
+  });
+
   it('names every bad variable at once', () => {
     const problems = problemsOf({
       PORT: 'eighty',

@@ -124,6 +124,11 @@ const EnvShape = z.object({
   TLS_KEY_FILE: optionalText,
   TRUST_PROXY: trustProxy.optional(),
   DATABASE_URL: databaseUrl.default('sqlite:./data/concierge.db'),
+  /**
+   * PostgreSQL only: connections in each of a process's two pools (its event loop's and its query thread's). At least
+   * 2: a statement may be sent on the pool while a transaction holds one of its connections.
+   */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
   SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   OPENAI_API_KEY: optionalText,
   OPENAI_BASE_URL: httpUrl.optional(),

@@ -92,7 +92,7 @@ const PAGE_SIZE = 2000;
  */
 const SQLITE_PAUSE_MS = 2;
 
-const databaseOf = async (shared: SharedDatabase) => (database ??= await openDatabase(shared.url, { schema: shared.schema, poolSize: 1 }));
+const databaseOf = async (shared: SharedDatabase) => (database ??= await openDatabase(shared.url, { schema: shared.schema, poolSize: 1, applicationName: 'concierge crawler' }));
 
 async function handle(request: CrawlRequest): Promise<{ result: unknown; transfer?: ArrayBuffer[] }> {
   switch (request.type) {

@@ -1,7 +1,8 @@
 import { DatabaseSync } from 'node:sqlite';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { insertProviderLogs } from '../assistant/assistant.queries.ts';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
 import { answeredWithin } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
@@ -215,6 +216,32 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
   it('times out an answer that does not come', async () => {
     await expect(answeredWithin(new Promise(() => {}), 50)).rejects.toThrow('database did not answer within 50 ms');
     await expect(answeredWithin(new Promise((resolve) => setTimeout(resolve, 10, 'in time')), 50)).resolves.toBe('in time');
+  });
+
+  it.runIf(testDatabaseKind() === 'postgres')('opens at most DATABASE_POOL_SIZE connections in each of its two pools, each named for pg_stat_activity', async () => {
+    const small = await createTestContext({ env: { DATABASE_POOL_SIZE: '3' } });
+    try {
+      const { database } = small.deps;
+      const schema = small.database.schema;
+      const connections = async (name: string) => {
+        const { rows } = await sql<{ count: number }>`select count(*)::int as count from pg_stat_activity where application_name = ${`${name} (${schema})`}`.execute(ctx.deps.database.db);
+        return rows[0]!.count;
+      };
+      // Eight statements at once on the event loop's pool: three run, the rest wait for a connection.
+      const sleeping = Array.from({ length: 8 }, () => sql`select pg_sleep(0.2)`.execute(database.db));
+      await vi.waitFor(async () => expect(await connections('concierge')).toBe(3));
+      await Promise.all(sleeping);
+      expect(await connections('concierge')).toBe(3);
+
+      // Eight calls posted to the query thread together: its own pool, as large.
+      const at = new Date().toISOString();
+      const row = { session_id: null, public_chat_message_id: null, client_ip: null, user_agent: null, operation: null, request_started: at, request_ended: at, request_body: '{}', response_body: '{}', response_headers: null, error: null };
+      await Promise.all(Array.from({ length: 8 }, () => insertProviderLogs(database, { step: 'create_message', rows: [row] })));
+      expect(await connections('concierge query thread')).toBe(3);
+      expect(await database.db.selectFrom('openai_create_message_logs').select((eb) => eb.fn.countAll<number>().as('count')).executeTakeFirstOrThrow()).toEqual({ count: 8 });
+    } finally {
+      await small.close();
+    }
   });
 
   it.runIf(testDatabaseKind() === 'postgres')('migrates its own schema while another schema of the database holds the same tables', async () => {

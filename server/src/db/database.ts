@@ -46,8 +46,10 @@ export interface DatabaseOptions {
   logger?: Logger;
   /** PostgreSQL only: the schema to work in (created if missing). Tests use one per suite. */
   schema?: string;
-  /** PostgreSQL only: the pool size. */
+  /** PostgreSQL only: the pool size (DATABASE_POOL_SIZE for the server's; 10 by default). */
   poolSize?: number;
+  /** PostgreSQL only: what pg_stat_activity shows for the pool's connections (`concierge` by default), with the schema when one is set. */
+  applicationName?: string;
   /**
    * SQLite only (a file): checkpoints in a thread of their own instead of on
    * the event loop (SqliteCheckpointer). The server's database asks for it;
@@ -163,12 +165,14 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db
     // Every connection works in UTC so timestamps without a zone read the same everywhere.
     options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC'].join(' ').trim(),
   };
-  const pool = new pg.Pool({ ...config, max: options.poolSize ?? 10 });
+  const named = (name: string) => (options.schema ? `${name} (${options.schema})` : name).slice(0, 63);
+  const applicationName = options.applicationName ?? 'concierge';
+  const pool = new pg.Pool({ ...config, application_name: named(applicationName), max: options.poolSize ?? 10 });
   pool.on('error', (error) => options.logger?.error({ err: error }, 'idle PostgreSQL connection failed'));
   // Opened at the first check and closed after 10 s without one (pg's idle timeout): tools that never check hold none.
   // A server that does not answer the connection at all fails the checks in the meantime (each ping times out) and
   // frees the pool's one place after 5 s for the next check to try again.
-  const healthPool = new pg.Pool({ ...config, max: 1, connectionTimeoutMillis: 5_000 });
+  const healthPool = new pg.Pool({ ...config, application_name: named(`${applicationName} health`), max: 1, connectionTimeoutMillis: 5_000 });
   healthPool.on('error', (error) => options.logger?.warn({ err: error }, "the health checks' PostgreSQL connection failed; the next check opens another"));
   // One that fails during a check fails that check, which reports it; without a listener its 'error' would end the process.
   healthPool.on('connect', (client) => client.on('error', () => {}));
