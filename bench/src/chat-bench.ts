@@ -267,6 +267,10 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
     const what = `${options.sessions} concurrent sessions × ${options.questionsPerSession} questions, ${options.stream ? 'streamed (text/event-stream)' : 'JSON replies'}, ${options.rounds} interleaved rounds (medians over rounds)`;
     const roundList = (side: typeof p, key: 'p50' | 'p99' | 'throughput') => side.rounds.map((f) => f[key].toFixed(1)).join(' / ');
     const busy = (side: typeof p, key: 'serverUtilization' | 'loadUtilization') => pct(median(side.rounds.map((f) => f[key])));
+    // Each product round against the bare round run right after it: on a machine whose speed drifts, what the
+    // ratio of the medians (the figure held to the target) pairs may be rounds minutes apart.
+    const pairedRatios = (key: 'p50' | 'throughput') =>
+      `each round's own ratio (product ÷ the bare round after it): ${p.rounds.map((f, i) => (f[key] / b.rounds[i]![key]).toFixed(3)).join(' / ')}`;
     const fakeRun = options.runDurationMs > 0 ? `runs last ${options.runDurationMs} ms, so both poll` : 'runs complete at once, so neither polls';
     report({
       name: `chat p50 answer time on ${engine.name}`,
@@ -280,6 +284,7 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
       notes: [
         `ms added per answer (p50 product − p50 bare): ${(p.p50 - b.p50).toFixed(1)} ms`,
         `rounds p50 (ms): product ${roundList(p, 'p50')}; bare ${roundList(b, 'p50')}`,
+        pairedRatios('p50'),
         `fake OpenAI at 0 ms latency in a worker thread with the load (${fakeRun}); poll interval ${config.assistant_poll_interval} up to ${config.assistant_max_poll_interval}; ` +
           `each round every user verifies a new session (own client address) and asks ${options.questionsPerSession} questions one after another`,
         `provider calls per answer: product ${p.callsPerAnswer}; bare ${b.callsPerAnswer}`,
@@ -307,6 +312,7 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
       minRatio: 0.8,
       notes: [
         `rounds (answers/s): product ${roundList(p, 'throughput')}; bare ${roundList(b, 'throughput')}`,
+        pairedRatios('throughput'),
         `event loops busy (median of rounds): server under test ${busy(p, 'serverUtilization')} product, ${busy(b, 'serverUtilization')} bare; ` +
           `load worker ${busy(p, 'loadUtilization')} / ${busy(b, 'loadUtilization')}`,
         `CPU time of the server's thread per answer (median of rounds): product ${ms(median(p.rounds.map((f) => f.serverCpuPerAnswer)))}, bare ${ms(median(b.rounds.map((f) => f.serverCpuPerAnswer)))}`,
