@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { sql } from 'kysely';
 import pg from 'pg';
-import type { Database } from '../db/database.ts';
+import { pgApplicationName, type Database } from '../db/database.ts';
 
 /**
  * A PostgreSQL connection of its own, outside the pool, for what lives in a
@@ -16,8 +16,7 @@ export async function openSession(database: Database, applicationName: string): 
   if (database.dialect !== 'postgres' || !target) throw new Error('a PostgreSQL session needs a PostgreSQL database');
   const client = new pg.Client({
     connectionString: target.url,
-    // What pg_stat_activity shows: the role, and the schema when several installations share a database.
-    application_name: (target.schema ? `${applicationName} (${target.schema})` : applicationName).slice(0, 63),
+    application_name: pgApplicationName(applicationName, target.schema),
     keepAlive: true,
     keepAliveInitialDelayMillis: 5000,
     connectionTimeoutMillis: 5000,

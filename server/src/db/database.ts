@@ -157,6 +157,9 @@ const PG_TYPES = {
   },
 } as pg.CustomTypesConfig;
 
+/** What pg_stat_activity shows for a connection: its role, and the schema when several installations share a database (63 characters at most). */
+export const pgApplicationName = (name: string, schema: string | undefined): string => (schema ? `${name} (${schema})` : name).slice(0, 63);
+
 async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db: Kysely<DB>; healthDb: Kysely<DB> }> {
   if (options.schema && !/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new Error(`invalid schema name: ${options.schema}`);
   const config: pg.PoolConfig = {
@@ -165,14 +168,13 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db
     // Every connection works in UTC so timestamps without a zone read the same everywhere.
     options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC'].join(' ').trim(),
   };
-  const named = (name: string) => (options.schema ? `${name} (${options.schema})` : name).slice(0, 63);
   const applicationName = options.applicationName ?? 'concierge';
-  const pool = new pg.Pool({ ...config, application_name: named(applicationName), max: options.poolSize ?? 10 });
+  const pool = new pg.Pool({ ...config, application_name: pgApplicationName(applicationName, options.schema), max: options.poolSize ?? 10 });
   pool.on('error', (error) => options.logger?.error({ err: error }, 'idle PostgreSQL connection failed'));
   // Opened at the first check and closed after 10 s without one (pg's idle timeout): tools that never check hold none.
   // A server that does not answer the connection at all fails the checks in the meantime (each ping times out) and
   // frees the pool's one place after 5 s for the next check to try again.
-  const healthPool = new pg.Pool({ ...config, application_name: named(`${applicationName} health`), max: 1, connectionTimeoutMillis: 5_000 });
+  const healthPool = new pg.Pool({ ...config, application_name: pgApplicationName(`${applicationName} health`, options.schema), max: 1, connectionTimeoutMillis: 5_000 });
   healthPool.on('error', (error) => options.logger?.warn({ err: error }, "the health checks' PostgreSQL connection failed; the next check opens another"));
   // One that fails during a check fails that check, which reports it; without a listener its 'error' would end the process.
   healthPool.on('connect', (client) => client.on('error', () => {}));
