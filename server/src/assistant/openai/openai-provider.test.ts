@@ -53,6 +53,11 @@ describe('the OpenAI provider through the real SDK', () => {
       expect(rows.length, table).toBeGreaterThan(0);
       expect(rows[0]!.response_body, table).toBeTruthy();
     }
+    // A listing is logged as the provider sent it, once, without the SDK's page internals.
+    const listed = await db().selectFrom('openai_list_messages_logs').selectAll().where('public_chat_message_id', '=', question.id).executeTakeFirstOrThrow();
+    const listedBody = JSON.parse(listed.response_body!);
+    expect(Object.keys(listedBody).sort()).toEqual(['data', 'has_more', 'last_id', 'object']);
+    expect(listedBody.data).toContainEqual(expect.objectContaining({ type: 'message', role: 'assistant' }));
     // The instructions are the configured ones.
     const config = ctx.deps.config.get();
     expect(JSON.parse(createRun.request_body!).instructions).toContain(config.assistant_instructions.slice(0, 40));

@@ -282,7 +282,7 @@ export class OpenAIProvider implements AssistantProvider {
     const query = questionId ? { after: questionId, limit: ANSWER_LOOKBACK, order: 'asc' as const } : { limit: ANSWER_LOOKBACK, order: 'desc' as const };
     call.request({ conversation_id: threadId, ...query });
     const { data, response } = await wrap(() => this.#client.conversations.items.list(threadId, query).withResponse());
-    call.response(data, response.headers);
+    call.response(listing(data), response.headers);
     const message = data.data.find((item): item is Extract<ConversationItem, { type: 'message' }> => item.type === 'message' && item.role === 'assistant');
     if (!message) throw new ProviderError('The assistant finished without an answer');
     const answer = answerFromContent(message.id, message.content);
@@ -292,7 +292,7 @@ export class OpenAIProvider implements AssistantProvider {
   async listVectorStores(call: ProviderCall): Promise<VectorStoreInfo[]> {
     call.request({ limit: 100 });
     const { data, response } = await wrap(() => this.#client.vectorStores.list({ limit: 100 }).withResponse());
-    call.response(data, response.headers);
+    call.response(listing(data), response.headers);
     return data.data.map((store) => ({
       id: store.id,
       name: store.name,
@@ -305,7 +305,7 @@ export class OpenAIProvider implements AssistantProvider {
     const vectorStoreId = await this.#vectorStoreId();
     call.request({ vector_store_id: vectorStoreId, limit: 100 });
     const { data, response } = await wrap(() => this.#client.vectorStores.files.list(vectorStoreId, { limit: 100 }).withResponse());
-    call.response(data, response.headers);
+    call.response(listing(data), response.headers);
     const names = await this.#filenames(data.data.map((file) => file.id));
     return data.data.map((file) => ({
       id: file.id,
@@ -406,6 +406,19 @@ async function wrap<T>(fn: () => Promise<T>): Promise<T> {
     throw error;
   }
 }
+
+/**
+ * What a list call's page holds of the provider's reply, for its log row.
+ * The SDK's page object also carries its request options and the reply's
+ * body beside the parsed items: logged whole, every listing was in it twice,
+ * next to the client's internals.
+ */
+const listing = <Item>(page: { data: Item[]; has_more?: boolean; last_id?: string }) => ({
+  object: 'list',
+  data: page.data,
+  ...(page.last_id === undefined ? {} : { last_id: page.last_id }),
+  ...(page.has_more === undefined ? {} : { has_more: page.has_more }),
+});
 
 const STATUS: Record<string, RunStatus> = {
   queued: 'queued',
