@@ -187,6 +187,32 @@ describe(`data layer on ${testDatabaseKind()}`, () => {
     expect(after).toHaveLength(1);
   });
 
+  // The indexes on a call log's references hold only the rows that have one (a chat answer's logs have no ask
+  // command); a lookup by equality must still be answered from them.
+  it('finds call logs by ask command, session and chat message through their partial indexes', async () => {
+    const { database } = ctx.deps;
+    const plans: string[] = [];
+    for (const [column, value] of [['ask_command_id', 5], ['session_id', 'abc'], ['public_chat_message_id', 7]] as const) {
+      const lookup = sql`select id from openai_create_run_logs where ${sql.ref(column)} = ${value}`;
+      if (database.dialect === 'sqlite') {
+        const rows = (await sql<{ detail: string }>`explain query plan ${lookup}`.execute(database.db)).rows;
+        plans.push(rows.map((row) => row.detail).join('; '));
+      } else {
+        // With sequential scans priced out, a plan without the index would still scan: the test sees which.
+        const rows = await database.transaction(async (trx) => {
+          await sql`set local enable_seqscan = off`.execute(trx);
+          return (await sql<{ 'QUERY PLAN': string }>`explain ${lookup}`.execute(trx)).rows;
+        });
+        plans.push(rows.map((row) => row['QUERY PLAN']).join('; '));
+      }
+    }
+    expect(plans).toEqual([
+      expect.stringMatching(/openai_create_run_logs_ask_command_idx/),
+      expect.stringMatching(/openai_create_run_logs_session_idx/),
+      expect.stringMatching(/openai_create_run_logs_message_idx/),
+    ]);
+  });
+
   it.runIf(testDatabaseKind() === 'sqlite')('opens SQLite in WAL mode with foreign keys and a busy timeout', async () => {
     const { db } = ctx.deps.database;
     const pragma = async (name: string) => Object.values((await sql.raw(`pragma ${name}`).execute(db)).rows[0] as object)[0];
