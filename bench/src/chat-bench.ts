@@ -47,8 +47,14 @@ export interface ChatBenchOptions {
  * on a 2-vCPU machine). Rounds of 1,000 (5 questions) lasted 2–3 s, and
  * their p99 (the 10th slowest answer) and throughput moved by a tenth from
  * one round to the next on an idle machine.
+ *
+ * A warm-up of 2,000 answers a side (10 questions a user): after one of 400
+ * (2 questions), the product's first timed round on PostgreSQL had the
+ * lowest ratio in each of seven runs (0.60–0.67 against 0.67–0.79), its
+ * heap, JIT and PostgreSQL's plans still settling; after 2,000 the rounds
+ * agree.
  */
-export const CHAT_BENCH_DEFAULTS: ChatBenchOptions = { sessions: 200, questionsPerSession: 20, rounds: 5, warmUpQuestions: 2, runDurationMs: 0, stream: true };
+export const CHAT_BENCH_DEFAULTS: ChatBenchOptions = { sessions: 200, questionsPerSession: 20, rounds: 5, warmUpQuestions: 10, runDurationMs: 0, stream: true };
 const QUICK: Partial<ChatBenchOptions> = { sessions: 20, questionsPerSession: 10, warmUpQuestions: 5 };
 
 /** `quick`, `json`, then any of `sessions=N`, `questions=N`, `rounds=N`, `warmup=N`, `run-ms=N`. */
@@ -133,6 +139,8 @@ interface RoundFigures {
   machineCpuPerAnswer: number | null;
   /** Of that, the local PostgreSQL server's processes. */
   postgresCpuPerAnswer: number | null;
+  /** How long per answer the server's thread was ready to run but waited for a core (ms); null without /proc. */
+  serverWaitPerAnswer: number | null;
   loadUtilization: number;
 }
 
@@ -150,6 +158,7 @@ function figures(result: Measured): RoundFigures {
     serverCpuPerAnswer: result.serverCpuMs / Math.max(1, result.latencies.length),
     machineCpuPerAnswer: result.machine ? result.machine.busyMs / Math.max(1, result.latencies.length) : null,
     postgresCpuPerAnswer: result.machine ? result.machine.postgresMs / Math.max(1, result.latencies.length) : null,
+    serverWaitPerAnswer: result.machine ? (result.machine.threadsWaitMs.MainThread ?? 0) / Math.max(1, result.latencies.length) : null,
     loadUtilization: result.loadUtilization,
   };
 }
@@ -375,7 +384,7 @@ function threadsNote(result: Measured): string {
     .map(([name, spent]) => [name, spent / Math.max(1, result.latencies.length)] as const)
     .filter(([, spent]) => spent >= 0.05)
     .sort(([, a], [, b]) => b - a);
-  return `; threads ${perAnswer.map(([name, spent]) => `${name} ${spent.toFixed(2)}`).join(', ')} ms`;
+  return `; threads ${perAnswer.map(([name, spent]) => `${name} ${spent.toFixed(2)}`).join(', ')} ms; the server's thread waited for a core ${figures(result).serverWaitPerAnswer!.toFixed(2)} ms`;
 }
 
 /**
@@ -383,7 +392,7 @@ function threadsNote(result: Measured): string {
  * that the server's threads, the load and PostgreSQL share (empty without /proc).
  */
 function machineNote(productRounds: RoundFigures[], bareRounds: RoundFigures[]): string[] {
-  const of = (rounds: RoundFigures[], key: 'machineCpuPerAnswer' | 'postgresCpuPerAnswer') => {
+  const of = (rounds: RoundFigures[], key: 'machineCpuPerAnswer' | 'postgresCpuPerAnswer' | 'serverWaitPerAnswer') => {
     const values = rounds.map((f) => f[key]).filter((value): value is number => value !== null);
     return values.length === rounds.length ? median(values) : null;
   };
@@ -392,6 +401,9 @@ function machineNote(productRounds: RoundFigures[], bareRounds: RoundFigures[]):
   return [
     `CPU time of the whole machine per answer (every process, the load and PostgreSQL included; median of rounds): product ${ms(product)}` +
       `${postgres && postgres >= 0.05 ? ` (PostgreSQL's processes ${ms(postgres)})` : ''}, bare ${ms(bare)}`,
+    // The cores are shared: what the product's other work (its query thread, V8's collectors, PostgreSQL) takes of
+    // them, the server's event loop waits for, ready to run (the kernel's run delay of the thread).
+    `time the server's thread waited for a core, ready to run, per answer (median of rounds): product ${ms(of(productRounds, 'serverWaitPerAnswer') ?? 0)}, bare ${ms(of(bareRounds, 'serverWaitPerAnswer') ?? 0)}`,
   ];
 }
 

@@ -9,6 +9,8 @@ export interface MachineCpu {
   postgresMs: number;
   /** This process's threads by name (a worker's `name`; V8's helpers share theirs). */
   threadsMs: Record<string, number>;
+  /** The time those threads were ready to run but waited for a core (the kernel's run delay, /proc/<tid>/schedstat). */
+  threadsWaitMs: Record<string, number>;
 }
 
 /**
@@ -41,16 +43,20 @@ export function machineCpu(): MachineCpu | null {
     postgres += cpuTicks(line);
   }
   const threadsMs: Record<string, number> = {};
+  const threadsWaitMs: Record<string, number> = {};
   for (const task of readdirSync('/proc/self/task')) {
     try {
       const line = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
       const name = line.slice(line.indexOf('(') + 1, line.lastIndexOf(')'));
       threadsMs[name] = (threadsMs[name] ?? 0) + cpuTicks(line) * TICK_MS;
+      // "time on a core, time waiting on a run queue, time slices", in ns.
+      const waitedNs = Number(readFileSync(`/proc/self/task/${task}/schedstat`, 'utf8').split(' ')[1]);
+      if (Number.isFinite(waitedNs)) threadsWaitMs[name] = (threadsWaitMs[name] ?? 0) + waitedNs / 1e6;
     } catch {
       // ended since the listing
     }
   }
-  return { busyMs: busy * TICK_MS, postgresMs: postgres * TICK_MS, threadsMs };
+  return { busyMs: busy * TICK_MS, postgresMs: postgres * TICK_MS, threadsMs, threadsWaitMs };
 }
 
 /** User and system ticks of a /proc stat line: after "pid (comm) ", state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime. */
@@ -63,6 +69,6 @@ function cpuTicks(line: string): number {
 export function machineCpuSince(before: MachineCpu | null): MachineCpu | null {
   const now = machineCpu();
   if (!before || !now) return null;
-  const threadsMs = Object.fromEntries(Object.entries(now.threadsMs).map(([name, ms]) => [name, ms - (before.threadsMs[name] ?? 0)]));
-  return { busyMs: now.busyMs - before.busyMs, postgresMs: now.postgresMs - before.postgresMs, threadsMs };
+  const since = (now: Record<string, number>, before: Record<string, number>) => Object.fromEntries(Object.entries(now).map(([name, ms]) => [name, ms - (before[name] ?? 0)]));
+  return { busyMs: now.busyMs - before.busyMs, postgresMs: now.postgresMs - before.postgresMs, threadsMs: since(now.threadsMs, before.threadsMs), threadsWaitMs: since(now.threadsWaitMs, before.threadsWaitMs) };
 }
