@@ -21,7 +21,7 @@ import * as feedbackOncePerType from './20261129T120000-feedback-once-per-type.t
 import * as loginDelays from './20261129T130000-login-delays.ts';
 import * as pollBudget from './20261129T160000-poll-budget.ts';
 import * as counterShards from './20261130T090000-counter-shards.ts';
-import * as partialLogIndexes from './20261130T100000-partial-log-indexes.ts';
+import * as fewerIndexWrites from './20261130T100000-fewer-index-writes.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -53,7 +53,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261129T130000-login-delays': loginDelays,
   '20261129T160000-poll-budget': pollBudget,
   '20261130T090000-counter-shards': counterShards,
-  '20261130T100000-partial-log-indexes': partialLogIndexes,
+  '20261130T100000-fewer-index-writes': fewerIndexWrites,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */
