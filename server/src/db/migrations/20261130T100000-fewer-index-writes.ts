@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 
+// Spelled out, as each migration does: a migration changes the tables as they were when it was written.
 const PROVIDER_LOG_TABLES = [
   'openai_create_thread_logs',
   'openai_create_message_logs',
