@@ -240,7 +240,7 @@ export async function benchChat(engine: Engine, report: (result: BenchResult) =>
             `event loops busy: server ${pct(f.serverUtilization)}, load ${pct(f.loadUtilization)}; server CPU ${ms(f.serverCpuPerAnswer)} per answer` +
             (f.machineCpuPerAnswer === null ? '' : `, machine ${ms(f.machineCpuPerAnswer)}`) +
             ((f.postgresCpuPerAnswer ?? 0) >= 0.05 ? ` (PostgreSQL ${ms(f.postgresCpuPerAnswer!)})` : '') +
-            threadsNote(result) +
+            threadsNote(result, f.serverWaitPerAnswer) +
             `; GC ${collections}`,
         );
       }
@@ -377,14 +377,17 @@ function watchGc(): { stop(): string } {
   };
 }
 
-/** This process's threads that spent 0.05 ms or more per answer: the server's (MainThread, its query and checkpoint threads), V8's and the load's. */
-function threadsNote(result: Measured): string {
+/**
+ * This process's threads that spent 0.05 ms or more per answer: the server's (MainThread, its query and checkpoint
+ * threads), V8's and the load's; and how long the server's thread waited for a core (the round's figure).
+ */
+function threadsNote(result: Measured, serverWaitPerAnswer: number | null): string {
   if (!result.machine) return '';
   const perAnswer = Object.entries(result.machine.threadsMs)
     .map(([name, spent]) => [name, spent / Math.max(1, result.latencies.length)] as const)
     .filter(([, spent]) => spent >= 0.05)
     .sort(([, a], [, b]) => b - a);
-  return `; threads ${perAnswer.map(([name, spent]) => `${name} ${spent.toFixed(2)}`).join(', ')} ms; the server's thread waited for a core ${figures(result).serverWaitPerAnswer!.toFixed(2)} ms`;
+  return `; threads ${perAnswer.map(([name, spent]) => `${name} ${spent.toFixed(2)}`).join(', ')} ms; the server's thread waited for a core ${(serverWaitPerAnswer ?? 0).toFixed(2)} ms`;
 }
 
 /**
