@@ -1,6 +1,7 @@
-import type { Insertable, Updateable } from 'kysely';
+import type { ExpressionBuilder, Insertable, Updateable } from 'kysely';
 import { containsText, paged, type ListPage as Page } from '../admin/list-query.ts';
 import type { Db, Dialect } from '../db/database.ts';
+import type { DB } from '../db/schema/index.ts';
 import type { AskCommandTable, DiscordMessageTable } from '../db/schema/ask.ts';
 
 export type NewAskCommand = Omit<Insertable<AskCommandTable>, 'id' | 'created_at' | 'updated_at'>;
@@ -81,11 +82,39 @@ export async function claimNext(db: Db, dialect: Dialect, claim: { owner: string
     .executeTakeFirst();
 }
 
+/*
+ * The looks every process makes every few seconds (the queue, its leases,
+ * a stopped process's commands) usually find nothing. Each looks with a
+ * read first and writes only when there is something to write: on SQLite an
+ * UPDATE takes the file's write lock even when it changes no row, and it
+ * waits for the query thread's write in progress, blocking the event loop
+ * meanwhile; the query thread then waits for this turn's commit.
+ */
+
+/** Whether any command waits in the queue. */
+export async function anyQueued(db: Db): Promise<boolean> {
+  const row = await db.selectFrom('ask_commands').select('id').where('state', '=', 'queued').limit(1).executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Keeps the owner's claim on the commands it is answering (DESIGN §9). */
 export async function renewLeases(db: Db, owner: string, until: string): Promise<number> {
+  const held = await db.selectFrom('ask_commands').select('id').where('state', '=', 'in_progress').where('owner', '=', owner).limit(1).executeTakeFirst();
+  if (!held) return 0;
   const result = await db.updateTable('ask_commands').set({ lease_expires_at: until }).where('state', '=', 'in_progress').where('owner', '=', owner).executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
+
+/** Commands in flight whose owner is gone: not `owner`'s, and their lease ran out before `now` (when `everyone`, whatever their lease). */
+const abandoned =
+  (scope: { owner: string; now: string; everyone: boolean }) =>
+  (eb: ExpressionBuilder<DB, 'ask_commands'>) =>
+    eb.and([
+      eb('state', '=', 'in_progress'),
+      // A process never takes back its own commands: it renews their leases itself.
+      eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)]),
+      ...(scope.everyone ? [] : [eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', scope.now)])]),
+    ]);
 
 /**
  * Puts back on the queue the commands whose owner is gone (a lease that ran
@@ -93,14 +122,12 @@ export async function renewLeases(db: Db, owner: string, until: string): Promise
  * reached: the worker resumes them from their stored run. Returns their ids.
  */
 export async function requeueAbandoned(db: Db, scope: { owner: string; now: string; everyone: boolean }): Promise<number[]> {
+  const any = await db.selectFrom('ask_commands').select('id').where(abandoned(scope)).limit(1).executeTakeFirst();
+  if (!any) return [];
   const rows = await db
     .updateTable('ask_commands')
     .set({ state: 'queued', owner: null, lease_expires_at: null, updated_at: scope.now })
-    .where('state', '=', 'in_progress')
-    .$if(scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
-    // A process never takes back its own commands: it renews their leases itself.
-    .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', '!=', scope.owner)])))
-    .$if(!scope.everyone, (qb) => qb.where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', scope.now)])))
+    .where(abandoned(scope))
     .returning('id')
     .execute();
   return rows.map((row) => row.id);

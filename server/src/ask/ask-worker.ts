@@ -119,6 +119,8 @@ export class AskWorker implements LeasedWork {
 
   /** One look at the queue: expires what can no longer be answered in time, then starts what fits. Returns how many started. */
   async pass(): Promise<number> {
+    // Most looks find the queue empty: then they only read (see anyQueued).
+    if (!(await queries.anyQueued(this.#db))) return 0;
     await this.#expireQueued();
     let started = 0;
     while (this.#inFlight.size < this.#maxConcurrent) {

@@ -368,6 +368,9 @@ export const storeProgressMarks = onQueryThread('chat.storeProgressMarks', async
  * second by failing one).
  */
 export const renewLeases = onQueryThread('chat.renewLeases', async (database: Database, { owner, until }: { owner: string; until: string }): Promise<number> => {
+  // An idle process has none: then it only reads (see releaseOrphanedInFlight).
+  const held = await database.db.selectFrom('public_chat_messages').select('id').where('state', '=', 'processing').where('owner', '=', owner).limit(1).executeTakeFirst();
+  if (!held) return 0;
   const result = await database.db
     .updateTable('public_chat_messages')
     .set({ lease_expires_at: until })
@@ -416,24 +419,32 @@ export const claimQuestion = (db: Db, id: number, scope: { owner: string; now: s
     .returningAll()
     .executeTakeFirst();
 
-/** Frees the in-flight slot of sessions that hold it with no question being answered (their process stopped between the two). */
-export async function releaseOrphanedInFlight(db: Db, heldBefore: string): Promise<number> {
-  const result = await db
-    .updateTable('public_chat_sessions')
-    .set({ in_flight_since: null })
-    .where('in_flight_since', '<', heldBefore)
-    .where((eb) =>
-      eb.not(
-        eb.exists(
-          eb
-            .selectFrom('public_chat_messages as message')
-            .select('message.id')
-            .whereRef('message.session_id', '=', 'public_chat_sessions.session_id')
-            .where('message.state', '=', 'processing'),
-        ),
+/** Sessions holding their in-flight slot since before `heldBefore` with no question being answered. */
+const orphanedInFlight = (heldBefore: string) => (eb: ExpressionBuilder<DB, 'public_chat_sessions'>) =>
+  eb.and([
+    eb('public_chat_sessions.in_flight_since', '<', heldBefore),
+    eb.not(
+      eb.exists(
+        eb
+          .selectFrom('public_chat_messages as message')
+          .select('message.id')
+          .whereRef('message.session_id', '=', 'public_chat_sessions.session_id')
+          .where('message.state', '=', 'processing'),
       ),
-    )
-    .executeTakeFirst();
+    ),
+  ]);
+
+/**
+ * Frees the in-flight slot of sessions that hold it with no question being
+ * answered (their process stopped between the two). Every few seconds, and
+ * nearly always there are none: it looks with a read first, since on SQLite
+ * an UPDATE takes the write lock even when it changes nothing (see
+ * ask-commands.queries.ts).
+ */
+export async function releaseOrphanedInFlight(db: Db, heldBefore: string): Promise<number> {
+  const any = await db.selectFrom('public_chat_sessions').select('session_id').where(orphanedInFlight(heldBefore)).limit(1).executeTakeFirst();
+  if (!any) return 0;
+  const result = await db.updateTable('public_chat_sessions').set({ in_flight_since: null }).where(orphanedInFlight(heldBefore)).executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
