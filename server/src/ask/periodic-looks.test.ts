@@ -1,7 +1,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { insertSession, releaseOrphanedInFlight } from '../chat/chat.queries.ts';
+import { insertSession, releaseOrphanedInFlight, renewLeases } from '../chat/chat.queries.ts';
 import { countedStatements } from '../test-support/counted-statements.ts';
 import { createTestContext, manualClock, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
 import { AskWorker } from './ask-worker.ts';
@@ -36,7 +36,7 @@ describe('the periodic looks at the queue and the leases', () => {
       pipeline: ctx.deps.pipeline,
       users: ctx.deps.users,
     });
-    return { worker, statements: counted.statements, db: counted.database.db };
+    return { worker, statements: counted.statements, database: counted.database, db: counted.database.db };
   }
 
   async function sessionHoldingItsSlot(since: Date): Promise<string> {
@@ -49,10 +49,12 @@ describe('the periodic looks at the queue and the leases', () => {
   }
 
   it('only read when there is nothing to take, renew, requeue or release', async () => {
-    const { worker, statements, db } = countedWorker();
+    const { worker, statements, database, db } = countedWorker();
     const owner = ctx.deps.pipeline.owner;
+    const until = new Date(NOW.getTime() + 15_000).toISOString();
     expect(await worker.pass()).toBe(0);
-    expect(await worker.renew(owner, new Date(NOW.getTime() + 15_000).toISOString())).toBe(0);
+    expect(await worker.renew(owner, until)).toBe(0);
+    expect(await renewLeases(database, { owner, until })).toBe(0);
     expect(await worker.recover({ owner, now: NOW, everyone: false })).toBe(0);
     expect(await worker.recover({ owner, now: NOW, everyone: true })).toBe(0);
     expect(await releaseOrphanedInFlight(db, NOW.toISOString())).toBe(0);
