@@ -97,11 +97,14 @@ export async function anyQueued(db: Db): Promise<boolean> {
   return row !== undefined;
 }
 
+/** Commands `owner` is answering. */
+const heldBy = (owner: string) => (eb: ExpressionBuilder<DB, 'ask_commands'>) => eb.and([eb('state', '=', 'in_progress'), eb('owner', '=', owner)]);
+
 /** Keeps the owner's claim on the commands it is answering (DESIGN §9). */
 export async function renewLeases(db: Db, owner: string, until: string): Promise<number> {
-  const held = await db.selectFrom('ask_commands').select('id').where('state', '=', 'in_progress').where('owner', '=', owner).limit(1).executeTakeFirst();
+  const held = await db.selectFrom('ask_commands').select('id').where(heldBy(owner)).limit(1).executeTakeFirst();
   if (!held) return 0;
-  const result = await db.updateTable('ask_commands').set({ lease_expires_at: until }).where('state', '=', 'in_progress').where('owner', '=', owner).executeTakeFirst();
+  const result = await db.updateTable('ask_commands').set({ lease_expires_at: until }).where(heldBy(owner)).executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 

@@ -63,16 +63,16 @@ describe('the periodic looks at the queue and the leases', () => {
   });
 
   it('still release a session left holding its slot, and not one whose question is being answered', async () => {
-    const { db } = countedWorker();
+    const db = ctx.deps.database.db;
     const orphan = await sessionHoldingItsSlot(new Date(NOW.getTime() - 60_000));
     const answering = await sessionHoldingItsSlot(new Date(NOW.getTime() - 60_000));
     const now = NOW.toISOString();
-    await ctx.deps.database.db
+    await db
       .insertInto('public_chat_messages')
       .values({ session_id: answering, role: 'user', content: 'Where is Hall B?', state: 'processing', step: 'enqueue', attempts: 1, created_at: now, updated_at: now })
       .execute();
     expect(await releaseOrphanedInFlight(db, now)).toBe(1);
-    const held = await ctx.deps.database.db.selectFrom('public_chat_sessions').select(['session_id', 'in_flight_since']).orderBy('session_id').execute();
+    const held = await db.selectFrom('public_chat_sessions').select(['session_id', 'in_flight_since']).orderBy('session_id').execute();
     expect(Object.fromEntries(held.map((row) => [row.session_id, row.in_flight_since !== null]))).toEqual({ [orphan]: false, [answering]: true });
   });
 

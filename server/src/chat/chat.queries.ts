@@ -368,21 +368,13 @@ export const storeProgressMarks = onQueryThread('chat.storeProgressMarks', async
  * second by failing one).
  */
 export const renewLeases = onQueryThread('chat.renewLeases', async (database: Database, { owner, until }: { owner: string; until: string }): Promise<number> => {
+  const held = database.db.selectFrom('public_chat_messages').select('id').where('state', '=', 'processing').where('owner', '=', owner);
   // An idle process has none: then it only reads (see releaseOrphanedInFlight).
-  const held = await database.db.selectFrom('public_chat_messages').select('id').where('state', '=', 'processing').where('owner', '=', owner).limit(1).executeTakeFirst();
-  if (!held) return 0;
+  if (!(await held.limit(1).executeTakeFirst())) return 0;
   const result = await database.db
     .updateTable('public_chat_messages')
     .set({ lease_expires_at: until })
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('public_chat_messages')
-        .select('id')
-        .where('state', '=', 'processing')
-        .where('owner', '=', owner)
-        .orderBy('id')
-        .$if(database.dialect === 'postgres', (qb) => qb.forUpdate()),
-    )
+    .where('id', 'in', held.orderBy('id').$if(database.dialect === 'postgres', (qb) => qb.forUpdate()))
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 });
