@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import OpenAI from 'openai';
 import { defaultInstructions } from '@concierge/server/src/config/defaults.ts';
 import { loadEnv } from '@concierge/server/src/config/env.ts';
@@ -10,6 +11,8 @@ import { count, type Engine } from './engines.ts';
 import type { HealthChecks } from './health-prober.ts';
 import { startRefusingServer } from './refusing-server.ts';
 import { percentile, type BenchResult } from './report.ts';
+
+const PROFILE_DIR = process.env.BENCH_PROFILE;
 
 export interface BurstOptions {
   /** Questions sent at once. */
@@ -123,6 +126,10 @@ export async function benchBurst(engine: Engine, report: (result: BenchResult) =
       TRUST_PROXY: 'loopback',
       // The health check a load balancer should use (README "Health checks"); the main port's /healthz is asked too.
       HEALTH_PORT: '0',
+      // With BENCH_PROFILE=<dir>, Node writes a CPU profile of each of the process's threads to <dir>/burst-<engine>
+      // as it stops: the main thread's is the one whose name has thread id 0 (`.<pid>.0.`). It covers the whole
+      // run, the sessions being made and then the burst (and the sampling slows the server).
+      ...(PROFILE_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.join(PROFILE_DIR, `burst-${engine.name}`)}` } : {}),
     });
     cleanups.unshift(() => server.stop());
     await server.ready();

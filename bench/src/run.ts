@@ -11,6 +11,7 @@
  *   npm run bench -- checkpoints  SQLite's checkpoints on their own thread against SQLite's own
  *   npm run bench -- delay quick  the answer delay at 2 s of provider latency only (the whole takes about 3 minutes)
  *   BENCH_PROFILE=<dir> npm run bench -- chat   CPU profiles of the server's thread per round (see cpu-profile.ts)
+ *   BENCH_PROFILE=<dir> npm run bench -- burst  CPU profiles of the server process's threads, written as it stops
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
