@@ -3,6 +3,7 @@ import { buildApp } from './app.ts';
 import { loadEnv } from './config/env.ts';
 import { createDeps, type Deps, type DepsOptions } from './deps.ts';
 import { HealthPort } from './health/health-port.ts';
+import { gateNewConnections } from './http/connection-gate.ts';
 
 export interface RunningServer {
   url: string;
@@ -34,6 +35,9 @@ export async function startServer(
     await deps.events.start();
     await deps.config.reload();
     app = await buildApp(deps);
+    // A burst of thousands of new connections is read 16 at a time, so that one turn of the event loop cannot hold
+    // up a kept-alive request (a health check) for a second (plain HTTP only: http/connection-gate.ts).
+    if (!env.TLS_CERT_FILE) gateNewConnections(app.server);
     // A burst of thousands of connections waits in the kernel's accept queue instead of being reset (Node's default is 511).
     await app.listen({ port: env.PORT, host: env.HOST, backlog: LISTEN_BACKLOG });
     if (env.HEALTH_PORT !== undefined) {
