@@ -3,8 +3,15 @@ import type { Socket } from 'node:net';
 
 /** New connections read at once, at most (README "Sizing"). */
 export const NEW_CONNECTIONS_READ_AT_ONCE = 16;
-/** How long a new connection keeps its place without sending a request (a browser's preconnect, a stalled client). */
-export const FIRST_REQUEST_WAIT_MS = 500;
+/**
+ * How long a new connection keeps its place without sending a request (a
+ * browser's preconnect, a slow client). A client sends its request as its
+ * connection opens, so in a crowd the place comes back within a turn or two;
+ * one that sends nothing is read as any other after this, so the hold is
+ * short: connections that send nothing (slowloris) could otherwise keep
+ * every place taken with a few dozen new connections a second.
+ */
+export const FIRST_REQUEST_WAIT_MS = 100;
 
 /**
  * Lets at most `places` new connections be read at once; the others wait,
@@ -20,7 +27,7 @@ export const FIRST_REQUEST_WAIT_MS = 500;
  * 1.5 s in the 10,000-question burst. A request that became readable in it
  * (a load balancer's `/healthz` on its kept-alive connection) waited behind
  * every socket ready before it. With the crowd let in 16 at a time, a
- * turn reads a few dozen requests at most, and the worst check took 64–155
+ * turn reads a few dozen requests at most, and the worst check took 64–203
  * ms in the same burst (bench/RESULTS.md).
  *
  * Plain HTTP only: behind TLS the connection event brings the raw socket,
