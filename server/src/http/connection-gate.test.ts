@@ -35,18 +35,18 @@ class Client {
     const before = this.#replies;
     const started = performance.now();
     this.socket.write(`GET ${path} HTTP/1.1\r\nHost: test\r\n\r\n`);
-    while (this.#replies === before) {
-      const left = withinMs - (performance.now() - started);
-      if (left <= 0) return null;
-      await Promise.race([new Promise<void>((resolve) => this.#waiters.push(resolve)), sleep(left)]);
-    }
-    return performance.now() - started;
+    return (await this.#until(() => this.#replies > before, withinMs)) ? performance.now() - started : null;
   }
 
   /** Waits for the reply of a request already sent. */
-  async reply(withinMs: number): Promise<boolean> {
+  reply(withinMs: number): Promise<boolean> {
+    return this.#until(() => this.#replies > 0, withinMs);
+  }
+
+  /** Whether `done()` holds, looked at as each reply comes, within `withinMs`. */
+  async #until(done: () => boolean, withinMs: number): Promise<boolean> {
     const started = performance.now();
-    while (!this.received.includes('HTTP/1.1 200')) {
+    while (!done()) {
       const left = withinMs - (performance.now() - started);
       if (left <= 0) return false;
       await Promise.race([new Promise<void>((resolve) => this.#waiters.push(resolve)), sleep(left)]);
