@@ -2,8 +2,8 @@ import { HealthSchema } from '@concierge/contract';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { ConfigService } from '../config/config.service.ts';
-import { answeredWithin, PING_TIMEOUT_MS } from '../db/database.ts';
 import { serviceUnavailable } from '../errors.ts';
+import { SharedCheck } from './shared-check.ts';
 
 /** Live figures other subsystems contribute to the health record. */
 export interface HealthSources {
@@ -17,12 +17,13 @@ export function registerHealthRoutes(
   deps: { config: ConfigService; health: HealthSources },
 ): void {
   const app = instance.withTypeProvider<ZodTypeProvider>();
+  // The queue's count is the database check: one round trip, not a ping and then the count. Checks asked close
+  // together share one (shared-check.ts says why and for how long).
+  const queueCount = new SharedCheck(() => deps.health.queueSize());
   app.get('/healthz', { schema: { tags: ['health'], response: { 200: HealthSchema } } }, async (request) => {
-    // The queue's count is the database check: one round trip, not a ping and then the count. Each one is a turn of
-    // the event loop on PostgreSQL, and in a crowd every turn waits behind thousands of connections (bench/RESULTS.md).
     let queueSize: number;
     try {
-      queueSize = await answeredWithin(deps.health.queueSize(), PING_TIMEOUT_MS);
+      queueSize = await queueCount.get();
     } catch (error) {
       request.log.error({ err: error }, 'health check: database unreachable');
       throw serviceUnavailable('Database unreachable', 'database_unreachable');

@@ -51,6 +51,35 @@ describe('GET /healthz', () => {
     }
   });
 
+  it('shares one database round trip among checks asked close together, and still fails within seconds of the database going down', async () => {
+    const queueSize = ctx.deps.health.queueSize;
+    let trips = 0;
+    let down = false;
+    Object.assign(ctx.deps.health, {
+      queueSize: () => {
+        trips++;
+        return down ? Promise.reject(new Error('connection refused')) : queueSize();
+      },
+    });
+    try {
+      for (let i = 0; i < 20; i++) expect((await ctx.app.inject({ url: '/healthz' })).statusCode).toBe(200);
+      // One round trip, or two on a machine slow enough for 20 checks to take over a second: not one a check.
+      expect(trips).toBeLessThanOrEqual(2);
+
+      down = true;
+      const since = Date.now();
+      let status = 200;
+      while (status === 200 && Date.now() - since < 10_000) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        status = (await ctx.app.inject({ url: '/healthz' })).statusCode;
+      }
+      expect(status).toBe(503);
+      expect(Date.now() - since).toBeLessThan(3500);
+    } finally {
+      Object.assign(ctx.deps.health, { queueSize });
+    }
+  });
+
   it('answers 503 when the database does not answer within 2 s', async () => {
     const queueSize = ctx.deps.health.queueSize;
     Object.assign(ctx.deps.health, { queueSize: () => new Promise<number>(() => {}) });
