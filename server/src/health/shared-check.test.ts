@@ -12,7 +12,13 @@ function harness() {
       }),
     { refreshAfterMs: 1000, usableForMs: 3000, timeoutMs: 200, now: () => clock.now },
   );
-  return { clock, trips, check };
+  /** The first check, answered with `value`: from then on there is a good figure read at the clock's time. */
+  const primed = async (value: number) => {
+    const first = check.get();
+    trips.at(-1)!.resolve(value);
+    await first;
+  };
+  return { clock, trips, check, primed };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -28,10 +34,8 @@ describe('SharedCheck (the main port /healthz database figure)', () => {
   });
 
   it('answers from the last good figure at once while it is fresh, refreshing it in the background once it is a second old', async () => {
-    const { clock, trips, check } = harness();
-    const first = check.get();
-    trips[0]!.resolve(4);
-    await first;
+    const { clock, trips, check, primed } = harness();
+    await primed(4);
 
     clock.now = 500;
     expect(await check.get()).toBe(4);
@@ -49,10 +53,8 @@ describe('SharedCheck (the main port /healthz database figure)', () => {
   });
 
   it('waits for a round trip of its own once the last good figure is too old (a monitor asking every few seconds gets a live answer)', async () => {
-    const { clock, trips, check } = harness();
-    const first = check.get();
-    trips[0]!.resolve(4);
-    await first;
+    const { clock, trips, check, primed } = harness();
+    await primed(4);
 
     clock.now = 3000;
     let answered: number | undefined;
@@ -79,10 +81,8 @@ describe('SharedCheck (the main port /healthz database figure)', () => {
   });
 
   it('drops the good figure when the background round trip fails: the next check waits for the database', async () => {
-    const { clock, trips, check } = harness();
-    const first = check.get();
-    trips[0]!.resolve(4);
-    await first;
+    const { clock, trips, check, primed } = harness();
+    await primed(4);
 
     clock.now = 1500;
     expect(await check.get()).toBe(4);
@@ -103,5 +103,16 @@ describe('SharedCheck (the main port /healthz database figure)', () => {
     expect(trips).toHaveLength(2);
     trips[1]!.resolve(2);
     expect(await next).toBe(2);
+  });
+
+  it('is not stuck when reading the figure throws at once: the next check asks again', async () => {
+    let reads = 0;
+    const check = new SharedCheck<number>(() => {
+      if (++reads === 1) throw new Error('no connection');
+      return Promise.resolve(5);
+    });
+    await expect(check.get()).rejects.toThrow('no connection');
+    expect(await check.get()).toBe(5);
+    expect(reads).toBe(2);
   });
 });

@@ -69,22 +69,21 @@ export class SharedCheck<T> {
   }
 
   #roundTrip(): Promise<T> {
-    if (this.#inFlight) return this.#inFlight;
+    // `finally` runs after this assignment even when the read fails at once, so no settled trip stays in flight.
+    this.#inFlight ??= this.#readAndKeep().finally(() => (this.#inFlight = undefined));
+    return this.#inFlight;
+  }
+
+  async #readAndKeep(): Promise<T> {
     const at = this.#now();
-    const trip = (async () => {
-      try {
-        const value = await answeredWithin(this.#read(), this.#timeoutMs);
-        this.#last = { value, at };
-        return value;
-      } catch (error) {
-        // A good figure read before this failure no longer answers anyone.
-        this.#last = undefined;
-        throw error;
-      } finally {
-        this.#inFlight = undefined;
-      }
-    })();
-    this.#inFlight = trip;
-    return trip;
+    try {
+      const value = await answeredWithin(this.#read(), this.#timeoutMs);
+      this.#last = { value, at };
+      return value;
+    } catch (error) {
+      // A good figure read before this failure no longer answers anyone.
+      this.#last = undefined;
+      throw error;
+    }
   }
 }
