@@ -59,8 +59,8 @@ export class TurnPacer {
   /** At the end of a turn, the next turn's room goes to those waiting, oldest first. */
   readonly #endTurn = () => {
     this.#turnEnding = false;
-    this.#started = 0;
     const letIn = this.#waiting.splice(0, this.#perTurn);
+    // Those let in start now: they count against the turn that follows.
     this.#started = letIn.length;
     for (const resolve of letIn) resolve();
     if (this.#waiting.length > 0 || letIn.length > 0) this.#endTurnSoon();
