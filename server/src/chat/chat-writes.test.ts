@@ -176,6 +176,44 @@ describe('storing a question and its outcome', () => {
       for (const other of others) await other.close();
     }
   });
+
+  it.runIf(testDatabaseKind() === 'postgres')('finds the questions it marks through their keys after the table has grown and nothing analyzed it', async () => {
+    const ids: number[] = [];
+    for (const sessionId of ['s1', 's2', 's3']) {
+      if (sessionId !== 's1') await queries.insertSession(db(), { session_id: sessionId, client_ip: '10.0.0.9', user_agent: 'phone', referer: null, verified: true, now: T0, expires_at: '2026-03-15T18:00:00.000Z' });
+      const asked = question(`Question of ${sessionId}`);
+      ids.push((await queries.insertQuestion(ctx.deps.database, { ...asked, message: { ...asked.message, session_id: sessionId }, session: { ...asked.session, session_id: sessionId } }))!);
+    }
+    // One connection, so that every batch runs on the one that prepared the statement, and its figures can be read.
+    const marker = await openDatabase(ctx.database.url, { schema: ctx.database.schema, poolSize: 1 });
+    try {
+      const markAll = (n: number) =>
+        queries.storeProgressMarks(
+          marker,
+          ids.map((id) => ({ messageId: id, owner: 'process-a', changes: { run_id: `run_${n}`, run_status: 'queued', step: 'polling_run', updated_at: T1 } })),
+        );
+      /** Rows read by sequential scans of the questions' table so far, this connection's included. */
+      const scanned = async () => {
+        await sql`select pg_stat_force_next_flush()`.execute(marker.db);
+        const { rows } = await sql<{ read: string }>`select seq_tup_read as read from pg_stat_user_tables where relid = 'public_chat_messages'::regclass`.execute(marker.db);
+        return Number(rows[0]!.read);
+      };
+      // A new convention's database: the statement is prepared, and run often enough for PostgreSQL to settle on a
+      // plan for it, while the table holds three rows; then the table grows, and nothing analyzes it (autovacuum off).
+      for (let n = 0; n < 12; n++) await markAll(n);
+      await sql`insert into public_chat_messages (session_id, role, content, state, created_at, updated_at)
+        select 's1', 'user', 'Earlier question', 'completed', ${T0}, ${T0} from generate_series(1, 20000)`.execute(db());
+
+      const before = await scanned();
+      for (let n = 12; n < 17; n++) await markAll(n);
+      const read = (await scanned()) - before;
+      expect(await db().selectFrom('public_chat_messages').select('run_id').where('id', 'in', ids).execute()).toEqual(ids.map(() => ({ run_id: 'run_16' })));
+      // Five batches of marks find their few rows through the primary key, rather than read the 20,000 rows each time.
+      expect(read).toBeLessThan(1000);
+    } finally {
+      await marker.close();
+    }
+  });
 });
 
 describe('creating a session', () => {

@@ -165,8 +165,9 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db
   const config: pg.PoolConfig = {
     connectionString: url,
     types: PG_TYPES,
-    // Every connection works in UTC so timestamps without a zone read the same everywhere.
-    options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC'].join(' ').trim(),
+    // Every connection works in UTC so timestamps without a zone read the same everywhere. Prepared statements are
+    // planned for their parameters at each run (pg-prepared.ts says why).
+    options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC', '-c plan_cache_mode=force_custom_plan'].join(' ').trim(),
   };
   const applicationName = options.applicationName ?? 'concierge';
   const pool = new pg.Pool({ ...config, application_name: pgApplicationName(applicationName, options.schema), max: options.poolSize ?? 10 });
