@@ -128,16 +128,22 @@ describe('storing a question and its outcome', () => {
     expect(await db().selectFrom('public_chat_messages').select(['provider_message_id', 'run_id', 'run_status']).where('id', '=', first).executeTakeFirstOrThrow()).toEqual({ provider_message_id: 'msg_1', run_id: 'run_1', run_status: 'in_progress' });
   });
 
+  /** A question in each of s1 (made before each test), s2 and s3, owned by process-a: their ids, in that order. */
+  const questionsOfThreeSessions = async () => {
+    const ids: number[] = [];
+    for (const sessionId of ['s1', 's2', 's3']) {
+      if (sessionId !== 's1') await queries.insertSession(db(), { session_id: sessionId, client_ip: '10.0.0.9', user_agent: 'phone', referer: null, verified: true, now: T0, expires_at: '2026-03-15T18:00:00.000Z' });
+      const asked = question(`Question of ${sessionId}`);
+      ids.push((await queries.insertQuestion(ctx.deps.database, { ...asked, message: { ...asked.message, session_id: sessionId }, session: { ...asked.session, session_id: sessionId } }))!);
+    }
+    return ids;
+  };
+
   it.runIf(testDatabaseKind() === 'postgres')('locks the questions it marks in id order, as renewing the leases does, so the two never deadlock', async () => {
     const others = await Promise.all([1, 2].map(() => openDatabase(ctx.database.url, { schema: ctx.database.schema })));
     let release = () => {};
     try {
-      const ids: number[] = [];
-      for (const sessionId of ['s1', 's2', 's3']) {
-        if (sessionId !== 's1') await queries.insertSession(db(), { session_id: sessionId, client_ip: '10.0.0.9', user_agent: 'phone', referer: null, verified: true, now: T0, expires_at: '2026-03-15T18:00:00.000Z' });
-        const asked = question(`Question of ${sessionId}`);
-        ids.push((await queries.insertQuestion(ctx.deps.database, { ...asked, message: { ...asked.message, session_id: sessionId }, session: { ...asked.session, session_id: sessionId } }))!);
-      }
+      const ids = await questionsOfThreeSessions();
       const [low, middle, high] = ids as [number, number, number];
       // A table of some size, so that PostgreSQL finds the marked rows through the primary key, in the order given.
       await sql`insert into public_chat_messages (session_id, role, content, state, created_at, updated_at)
@@ -178,12 +184,7 @@ describe('storing a question and its outcome', () => {
   });
 
   it.runIf(testDatabaseKind() === 'postgres')('finds the questions it marks through their keys after the table has grown and nothing analyzed it', async () => {
-    const ids: number[] = [];
-    for (const sessionId of ['s1', 's2', 's3']) {
-      if (sessionId !== 's1') await queries.insertSession(db(), { session_id: sessionId, client_ip: '10.0.0.9', user_agent: 'phone', referer: null, verified: true, now: T0, expires_at: '2026-03-15T18:00:00.000Z' });
-      const asked = question(`Question of ${sessionId}`);
-      ids.push((await queries.insertQuestion(ctx.deps.database, { ...asked, message: { ...asked.message, session_id: sessionId }, session: { ...asked.session, session_id: sessionId } }))!);
-    }
+    const ids = await questionsOfThreeSessions();
     // One connection, so that every batch runs on the one that prepared the statement, and its figures can be read.
     const marker = await openDatabase(ctx.database.url, { schema: ctx.database.schema, poolSize: 1 });
     try {
