@@ -27,7 +27,9 @@ export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url
  * against the bare route's 155–159. Without it a scavenge comes when the
  * generation is full: 183–189 a round, 15 % less time collecting, and
  * 0.81× the bare route's answers a second on SQLite instead of 0.77×
- * (medians of nine rounds each, bench/RESULTS.md).
+ * (medians of nine rounds each; rounds spread by 0.1–0.2, so a run of three
+ * can show less: bench/RESULTS.md). The young generation's bound, and so
+ * the burst's peak RSS, are the same.
  */
 export const SERVER_NODE_OPTIONS = ['--max-semi-space-size=16', '--no-minor-gc-task'];
 
