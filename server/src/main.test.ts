@@ -143,6 +143,9 @@ describe('running under a supervisor', () => {
     // npm start runs the server with them too.
     const scripts = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     expect(scripts.start).toBe(`${environment.join(' ')} node ${SERVER_NODE_OPTIONS.join(' ')} scripts/start.mjs`);
+    // And npm run bench measures the server (started in its own process) with them.
+    const bench = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'bench/package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    expect(bench.bench).toBe(`${environment.join(' ')} node ${SERVER_NODE_OPTIONS.join(' ')} src/run.ts`);
     expect(existsSync(path.join(REPO_ROOT, 'node_modules/.bin/node'))).toBe(true);
     expect(unit.get('WorkingDirectory')).toBe('/opt/concierge');
     // Kill exits 0, so only Restart=always brings it back; systemctl stop still stops it.
