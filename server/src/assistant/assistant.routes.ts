@@ -6,12 +6,14 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
 import type { AssistantService } from './assistant.service.ts';
 import type { KnowledgeService } from './knowledge.service.ts';
+import { releaseWritesAtMultipartEnd } from './multipart-finish.ts';
 import { ProviderError } from './provider.ts';
 import { receiveUpload, UploadGate, type ReceivedUpload } from './upload.ts';
 
 /** Vector store endpoints of the control panel (SPEC §7). */
 export async function registerAssistantRoutes(app: FastifyInstance, assistant: AssistantService, knowledge: KnowledgeService): Promise<void> {
   // The upload route reads its parts itself (receiveUpload), with its own limits.
+  if (!releaseWritesAtMultipartEnd()) app.log.warn('the multipart parser has changed: uploads whose last part overflows its buffer may never be answered');
   await app.register(fastifyMultipart);
   const uploads = new UploadGate();
   const tags = ['assistant'];
