@@ -183,37 +183,74 @@ describe('storing a question and its outcome', () => {
     }
   });
 
-  it.runIf(testDatabaseKind() === 'postgres')('finds the questions it marks through their keys after the table has grown and nothing analyzed it', async () => {
-    const ids = await questionsOfThreeSessions();
-    // One connection, so that every batch runs on the one that prepared the statement, and its figures can be read.
-    const marker = await openDatabase(ctx.database.url, { schema: ctx.database.schema, poolSize: 1 });
+  /**
+   * A new convention's database: the hot path's statements are prepared, and run often enough for PostgreSQL to
+   * settle on a plan for each, while the questions' table holds three rows; then it grows by 20,000 answered
+   * questions, and nothing analyzes it (autovacuum off, as on the test server). Runs `work` on a pool of one
+   * connection opened as the server's event loop opens its own, or (`keyedStatements`) as the query thread does,
+   * twelve times before the table grows and five after; returns the rows PostgreSQL read from the table in those
+   * five, and the statements that connection prepared with how often each was planned anew.
+   */
+  const afterGrowth = async (keyedStatements: boolean, work: (database: Awaited<ReturnType<typeof openDatabase>>, n: number) => Promise<unknown>) => {
+    const connection = await openDatabase(ctx.database.url, { schema: ctx.database.schema, poolSize: 1, keyedStatements });
     try {
-      const markAll = (n: number) =>
-        queries.storeProgressMarks(
-          marker,
-          ids.map((id) => ({ messageId: id, owner: 'process-a', changes: { run_id: `run_${n}`, run_status: 'queued', step: 'polling_run', updated_at: T1 } })),
-        );
-      /** Rows read by sequential scans of the questions' table so far, this connection's included. */
-      const scanned = async () => {
-        await sql`select pg_stat_force_next_flush()`.execute(marker.db);
-        const { rows } = await sql<{ read: string }>`select seq_tup_read as read from pg_stat_user_tables where relid = 'public_chat_messages'::regclass`.execute(marker.db);
+      /** Rows read from the questions' table so far, by sequential scans and through indexes, this connection's included. */
+      const read = async () => {
+        await sql`select pg_stat_force_next_flush()`.execute(connection.db);
+        const { rows } = await sql<{ read: string }>`select seq_tup_read + coalesce(idx_tup_fetch, 0) as read from pg_stat_user_tables where relid = 'public_chat_messages'::regclass`.execute(connection.db);
         return Number(rows[0]!.read);
       };
-      // A new convention's database: the statement is prepared, and run often enough for PostgreSQL to settle on a
-      // plan for it, while the table holds three rows; then the table grows, and nothing analyzes it (autovacuum off).
-      for (let n = 0; n < 12; n++) await markAll(n);
+      for (let n = 0; n < 12; n++) await work(connection, n);
       await sql`insert into public_chat_messages (session_id, role, content, state, created_at, updated_at)
         select 's1', 'user', 'Earlier question', 'completed', ${T0}, ${T0} from generate_series(1, 20000)`.execute(db());
-
-      const before = await scanned();
-      for (let n = 12; n < 17; n++) await markAll(n);
-      const read = (await scanned()) - before;
-      expect(await db().selectFrom('public_chat_messages').select('run_id').where('id', 'in', ids).execute()).toEqual(ids.map(() => ({ run_id: 'run_16' })));
-      // Five batches of marks find their few rows through the primary key, rather than read the 20,000 rows each time.
-      expect(read).toBeLessThan(1000);
+      const before = await read();
+      for (let n = 12; n < 17; n++) await work(connection, n);
+      const rowsRead = (await read()) - before;
+      const { rows: prepared } = await sql<{ statement: string; generic_plans: string; custom_plans: string }>`
+        select statement, generic_plans, custom_plans from pg_prepared_statements`.execute(connection.db);
+      return { rowsRead, prepared: prepared.map((row) => ({ statement: row.statement, generic: Number(row.generic_plans), custom: Number(row.custom_plans) })) };
     } finally {
-      await marker.close();
+      await connection.close();
     }
+  };
+
+  for (const [pool, keyedStatements] of [
+    ["the event loop's pool", false],
+    ["the query thread's pool", true],
+  ] as const) {
+    it.runIf(testDatabaseKind() === 'postgres')(`finds the questions it marks through their keys after the table has grown and nothing analyzed it (${pool})`, async () => {
+      const ids = await questionsOfThreeSessions();
+      const markAll = (database: Awaited<ReturnType<typeof openDatabase>>, n: number) =>
+        queries.storeProgressMarks(
+          database,
+          ids.map((id) => ({ messageId: id, owner: 'process-a', changes: { run_id: `run_${n}`, run_status: 'queued', step: 'polling_run', updated_at: T1 } })),
+        );
+      const { rowsRead, prepared } = await afterGrowth(keyedStatements, markAll);
+      expect(await db().selectFrom('public_chat_messages').select('run_id').where('id', 'in', ids).execute()).toEqual(ids.map(() => ({ run_id: 'run_16' })));
+      // Five batches of marks find their three rows through the primary key, rather than read the 20,000 rows each time.
+      expect(rowsRead).toBeLessThan(1000);
+      const marks = prepared.find((statement) => statement.statement.includes('coalesce(v.provider_message_id'));
+      if (keyedStatements) {
+        // The query thread's connection plans the statement for its first five runs as prepared, then keeps one plan,
+        // made while the table was small, for every later run.
+        expect(marks).toMatchObject({ custom: 5, generic: expect.any(Number) });
+        expect(marks!.generic).toBeGreaterThan(0);
+      } else {
+        expect(marks).toMatchObject({ generic: 0 });
+      }
+    });
+  }
+
+  it.runIf(testDatabaseKind() === 'postgres')("renews the leases through the in-flight questions' own index after the table has grown, on the query thread's pool", async () => {
+    const ids = await questionsOfThreeSessions();
+    const { rowsRead, prepared } = await afterGrowth(true, (database, n) => queries.renewLeases(database, { owner: 'process-a', until: `2026-03-14T18:01:${String(n).padStart(2, '0')}.000Z` }));
+    expect(await db().selectFrom('public_chat_messages').select('lease_expires_at').where('id', 'in', ids).execute()).toEqual(ids.map(() => ({ lease_expires_at: '2026-03-14T18:01:16.000Z' })));
+    // Its condition (state = 'processing') is a parameter: a kept plan could not use the partial index on it, so each
+    // run is planned for its values, and reads the three questions in flight rather than the 20,000 answered.
+    expect(rowsRead).toBeLessThan(1000);
+    const held = prepared.filter((statement) => statement.statement.includes('"state" = $'));
+    expect(held.length).toBeGreaterThan(0);
+    for (const statement of held) expect(statement.generic).toBe(0);
   });
 });
 

@@ -62,7 +62,42 @@ export interface DatabaseOptions {
    * as `poolSize`): QueryThread. The server's database asks for it.
    */
   queryThread?: boolean;
+  /**
+   * PostgreSQL only: the pool runs only statements that find their rows by
+   * key (the query thread's, onQueryThread), so its prepared statements may
+   * keep one plan for every run instead of being planned for each
+   * (`plan_cache_mode=auto`), and a plan that reads a table whole is ruled
+   * out (`enable_seqscan=off`). See pgPlanOptions.
+   */
+  keyedStatements?: boolean;
 }
+
+/**
+ * How a PostgreSQL pool's connections plan prepared statements (pg-prepared.ts
+ * prepares the recurring ones).
+ *
+ * A plan PostgreSQL keeps for a statement (its generic plan) is made from the
+ * tables' sizes as it last knew them, and remade only when a table is next
+ * analyzed. The chat's batch statements, prepared while a new database's tables
+ * were nearly empty, kept a plan that scanned them whole, and went on doing so
+ * as they grew to thousands of rows; with autovacuum off (as on the test
+ * server) nothing analyzed them, ever. So by default every run is planned for
+ * its own parameters (`force_custom_plan`): the admin lists' plans depend on
+ * their filters too.
+ *
+ * The query thread's pool runs only the hot path's statements, every one of
+ * which finds its rows through a key (an id, a session, a window, a counter's
+ * name). There a sequential scan is never the right plan, whatever the
+ * statistics say, and with it ruled out the kept plan is the custom one without
+ * the planning: PostgreSQL's own choice (`auto`) keeps it after five runs when
+ * it costs no more than they did. A statement whose kept plan could not use its
+ * index (a partial index whose condition is a parameter) costs more than its
+ * custom plans, so PostgreSQL goes on planning that one per run. Planning the
+ * batches was about a fifth of PostgreSQL's CPU in the chat bench (0.2 ms an
+ * answer of 0.8–0.9).
+ */
+export const pgPlanOptions = (keyedStatements: boolean): string =>
+  keyedStatements ? '-c plan_cache_mode=auto -c enable_seqscan=off' : '-c plan_cache_mode=force_custom_plan';
 
 export const dialectOf = (url: string): Dialect => (url.startsWith('sqlite:') ? 'sqlite' : 'postgres');
 
@@ -165,9 +200,8 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db
   const config: pg.PoolConfig = {
     connectionString: url,
     types: PG_TYPES,
-    // Every connection works in UTC so timestamps without a zone read the same everywhere. Prepared statements are
-    // planned for their parameters at each run (pg-prepared.ts says why).
-    options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC', '-c plan_cache_mode=force_custom_plan'].join(' ').trim(),
+    // Every connection works in UTC so timestamps without a zone read the same everywhere.
+    options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC', pgPlanOptions(options.keyedStatements ?? false)].join(' ').trim(),
   };
   const applicationName = options.applicationName ?? 'concierge';
   const pool = new pg.Pool({ ...config, application_name: pgApplicationName(applicationName, options.schema), max: options.poolSize ?? 10 });

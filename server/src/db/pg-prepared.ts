@@ -18,13 +18,8 @@ const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
  * which on a busy server costs more of its CPU than running them. Named,
  * a connection parses one once.
  *
- * It still plans each run for its parameters (the connections' option
- * `plan_cache_mode=force_custom_plan`, openPostgres). A generic plan is made
- * once, from the tables' sizes as PostgreSQL last knew them, and kept until a
- * table is next analyzed: the batches' statements, prepared while a new
- * database's tables were small, kept scanning them whole as they grew, and
- * with autovacuum off (as on the test server) that is never. Planning the
- * batches, each for many questions, costs less than one such scan.
+ * How a connection plans them (each run for its parameters, or once and
+ * kept) is its pool's setting: pgPlanOptions in database.ts.
  *
  * Only texts that recur are named, and only so many, so that a statement
  * built anew each time (a multi-row INSERT of a varying number of rows)

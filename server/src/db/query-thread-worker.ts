@@ -30,7 +30,7 @@ const parent = parentPort!;
 const post = (message: FromQueryThread) => parent.postMessage(message);
 
 try {
-  const database = await openDatabase(url, { schema, poolSize, applicationName: 'concierge query thread' });
+  const database = await openDatabase(url, { schema, poolSize, applicationName: 'concierge query thread', keyedStatements: true });
   // The server's checkpoint thread copies the log back; this connection's commits do not.
   if (database.dialect === 'sqlite' && !autocheckpoint) await sql`pragma wal_autocheckpoint = 0`.execute(database.db);
   const operations = queryThreadOperations();
