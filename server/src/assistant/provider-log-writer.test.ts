@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../db/database.ts';
@@ -133,5 +134,24 @@ describe('provider call logs written in batches', () => {
     writer.add('create_run', row(at));
     await writer.flush();
     expect(await logged('openai_create_run_logs', 'writer-test')).toBe(251);
+  });
+
+  it.runIf(testDatabaseKind() === 'postgres')('keeps a streamed run\'s log of a few kilobytes in its row, neither compressed nor moved to the TOAST table', async () => {
+    const writer = new ProviderLogWriter({ database: ctx.deps.database, logger: pino({ level: 'silent' }), flushEveryMs: 60_000 });
+    const at = new Date().toISOString();
+    // About what a streamed run's log holds: its request with the instructions, and the response.created event with them again.
+    const instructions = 'Answer only from the convention schedule and the files you can search. '.repeat(20);
+    const request = JSON.stringify({ model: 'gpt-5-mini', background: true, store: true, instructions, stream: true });
+    const response = JSON.stringify({ type: 'response.created', sequence_number: 0, response: { id: 'resp_1', status: 'queued', instructions, output: [] } });
+    expect(request.length + response.length).toBeGreaterThan(3000);
+    writer.add('create_run', { ...row(at), request_body: request, response_body: response });
+    await writer.close();
+    // Stored whole (its size with the 4-byte length, not less) and nothing in the TOAST table.
+    const { rows } = await sql<{ whole: boolean; toasted: number }>`
+      select pg_column_size(response_body) = octet_length(response_body) + 4 as whole,
+        pg_relation_size((select reltoastrelid from pg_class where oid = 'openai_create_run_logs'::regclass)) as toasted
+      from openai_create_run_logs where session_id = 'writer-test'`.execute(db());
+    expect(rows).toEqual([{ whole: true, toasted: 0 }]);
+    expect(await db().selectFrom('openai_create_run_logs').select(['request_body', 'response_body']).where('session_id', '=', 'writer-test').executeTakeFirst()).toEqual({ request_body: request, response_body: response });
   });
 });

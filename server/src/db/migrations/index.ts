@@ -22,6 +22,7 @@ import * as loginDelays from './20261129T130000-login-delays.ts';
 import * as pollBudget from './20261129T160000-poll-budget.ts';
 import * as counterShards from './20261130T090000-counter-shards.ts';
 import * as fewerIndexWrites from './20261130T100000-fewer-index-writes.ts';
+import * as inlineCallLogs from './20261206T090000-inline-call-logs.ts';
 
 interface DialectMigration {
   up(db: Kysely<unknown>, dialect: Dialect): Promise<void>;
@@ -54,6 +55,7 @@ const REGISTRY: Record<string, DialectMigration> = {
   '20261129T160000-poll-budget': pollBudget,
   '20261130T090000-counter-shards': counterShards,
   '20261130T100000-fewer-index-writes': fewerIndexWrites,
+  '20261206T090000-inline-call-logs': inlineCallLogs,
 };
 
 /** The registry bound to one dialect, in the shape Kysely's Migrator wants. */
