@@ -109,7 +109,7 @@ describe('the spending cap (daily token budget)', () => {
     const { database, statements } = countedStatements(ctx.deps.database);
     const budget = new TokenBudget({ database, clock: time.clock, config: ctx.deps.config, events: ctx.deps.events, logger: silent, timeZone: () => 'America/Chicago' });
     await Promise.all(Array.from({ length: 10 }, () => budget.record(60)));
-    expect(statements).toEqual(['InsertQueryNode']);
+    expect(statements).toHaveLength(1);
     expect(budget.state()).toMatchObject({ day: '2026-03-14', spent_today: 600, exhausted: false });
 
     await Promise.all(Array.from({ length: 10 }, () => budget.record(60)));

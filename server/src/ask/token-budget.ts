@@ -4,6 +4,7 @@ import type { Clock } from '../clock.ts';
 import type { ConfigService } from '../config/config.service.ts';
 import type { Database, Db } from '../db/database.ts';
 import { onQueryThread } from '../db/query-thread.ts';
+import { StatementTemplate } from '../db/statement-template.ts';
 import type { EventBus } from '../events.ts';
 import { localDay } from '../time-zone.ts';
 import { TurnBatch } from '../turn-batch.ts';
@@ -21,13 +22,20 @@ export interface BudgetState {
   action: TokenBudgetAction;
 }
 
-const addSpend = (db: Db, day: string, tokens: number, now: string) =>
+/** Adds to the day's spending, built once (StatementTemplate): every batch of answers that ends spends. */
+const addSpendStatement = new StatementTemplate((db, { day, tokens, now }: { day: string; tokens: number; now: string }) =>
   db
     .insertInto('token_spend')
     .values({ day, tokens, updated_at: now })
     .onConflict((conflict) => conflict.column('day').doUpdateSet((eb) => ({ tokens: eb('token_spend.tokens', '+', eb.ref('excluded.tokens')), updated_at: now })))
-    .returning('tokens')
-    .executeTakeFirstOrThrow();
+    .returning('tokens'),
+);
+
+const addSpend = async (db: Db, day: string, tokens: number, now: string): Promise<{ tokens: number }> => {
+  const { rows } = await addSpendStatement.execute<{ tokens: number }>(db, { day, tokens, now });
+  if (!rows[0]) throw new Error('the day\'s token spending was not returned');
+  return rows[0];
+};
 
 const readSpend = (db: Db, day: string) => db.selectFrom('token_spend').select('tokens').where('day', '=', day).executeTakeFirst();
 

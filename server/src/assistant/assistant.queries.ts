@@ -28,8 +28,6 @@ type StoredRow = ReturnType<typeof stored>[number];
 
 const insertStored = (db: Db, step: ProviderStep, rows: StoredRow[]) => db.insertInto(PROVIDER_LOG_TABLE[step]).values(rows);
 
-const insertRows = (db: Db, step: ProviderStep, rows: ProviderLogRow[]) => insertStored(db, step, stored(rows));
-
 /** The INSERT of each log table, built once per number of rows (StatementTemplate). */
 const insertStatements = new Map(
   (Object.keys(PROVIDER_LOG_TABLE) as ProviderStep[]).map((step) => [step, new StatementTemplate((db, { rows }: { rows: StoredRow[] }) => insertStored(db, step, rows))]),
@@ -45,6 +43,18 @@ export const insertProviderLogs = onQueryThread('assistant.insertProviderLogs', 
 }, { atTurnEnd: true });
 
 /**
+ * Several log tables' rows in one statement (PostgreSQL), each table's INSERT
+ * a data-modifying CTE, the last the statement's own; built once per shape
+ * (the tables, in their order, and their row counts), as a busy process's
+ * batches keep coming in a few shapes.
+ */
+const batchStatement = new StatementTemplate((db, tables: Partial<Record<ProviderStep, StoredRow[]>>) => {
+  const inserts = (Object.entries(tables) as [ProviderStep, StoredRow[]][]).map(([step, rows]) => insertStored(db, step, rows));
+  const ctes = inserts.slice(0, -1).map((insert, i) => sql`${sql.id(`logged_${i}`)} as (${insert})`);
+  return sql`with ${sql.join(ctes)} ${inserts.at(-1)!}`;
+});
+
+/**
  * Rows of several log tables written together, all or none: on PostgreSQL
  * one statement (each table's INSERT a data-modifying CTE) rather than a
  * transaction of a round trip per table and two more; a transaction on
@@ -56,10 +66,7 @@ export const insertProviderLogBatch = onQueryThread('assistant.insertProviderLog
   // A table's rows in one INSERT each, so that they take their ids in order (the CTEs of a statement run in no set order).
   const oneChunkPerTable = new Set(filled.map((chunk) => chunk.step)).size === filled.length;
   if (database.dialect === 'postgres' && filled.length > 1 && oneChunkPerTable && rows <= MAX_ROWS_IN_ONE_STATEMENT) {
-    const db = database.db;
-    const inserts = filled.map((chunk) => insertRows(db, chunk.step, chunk.rows));
-    const ctes = inserts.slice(0, -1).map((insert, i) => sql`${sql.id(`logged_${i}`)} as (${insert})`);
-    await sql`with ${sql.join(ctes)} ${inserts.at(-1)!}`.execute(db);
+    await batchStatement.execute(database.db, Object.fromEntries(filled.map((chunk) => [chunk.step, stored(chunk.rows)])));
     return;
   }
   await database.transaction(async (trx) => {
