@@ -20,7 +20,7 @@ const PROVIDER_LOG_TABLES = [
  * by a quarter and went to the TOAST table uncompressed, a heap row and an
  * index entry more each time; the run's completion (about 2.5 KB of body)
  * was compressed. Logs are read on the console now and then and kept for 30
- * days; a few hundred bytes more of disk per answer cost less than that work
+ * days; under a kilobyte more of disk per answer costs less than that work
  * at every answer. Rows over a page are still compressed or moved out.
  * SQLite keeps every row whole already.
  */
