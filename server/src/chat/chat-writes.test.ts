@@ -197,7 +197,7 @@ describe('storing a question and its outcome', () => {
       /** Rows read from the questions' table so far, by sequential scans and through indexes, this connection's included. */
       const read = async () => {
         await sql`select pg_stat_force_next_flush()`.execute(connection.db);
-        const { rows } = await sql<{ read: string }>`select seq_tup_read + coalesce(idx_tup_fetch, 0) as read from pg_stat_user_tables where relid = 'public_chat_messages'::regclass`.execute(connection.db);
+        const { rows } = await sql<{ read: number }>`select seq_tup_read + coalesce(idx_tup_fetch, 0) as read from pg_stat_user_tables where relid = 'public_chat_messages'::regclass`.execute(connection.db);
         return Number(rows[0]!.read);
       };
       for (let n = 0; n < 12; n++) await work(connection, n);
@@ -206,7 +206,7 @@ describe('storing a question and its outcome', () => {
       const before = await read();
       for (let n = 12; n < 17; n++) await work(connection, n);
       const rowsRead = (await read()) - before;
-      const { rows: prepared } = await sql<{ statement: string; generic_plans: string; custom_plans: string }>`
+      const { rows: prepared } = await sql<{ statement: string; generic_plans: number; custom_plans: number }>`
         select statement, generic_plans, custom_plans from pg_prepared_statements`.execute(connection.db);
       return { rowsRead, prepared: prepared.map((row) => ({ statement: row.statement, generic: Number(row.generic_plans), custom: Number(row.custom_plans) })) };
     } finally {
