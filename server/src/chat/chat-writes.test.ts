@@ -198,7 +198,7 @@ describe('storing a question and its outcome', () => {
       const read = async () => {
         await sql`select pg_stat_force_next_flush()`.execute(connection.db);
         const { rows } = await sql<{ read: number }>`select seq_tup_read + coalesce(idx_tup_fetch, 0) as read from pg_stat_user_tables where relid = 'public_chat_messages'::regclass`.execute(connection.db);
-        return Number(rows[0]!.read);
+        return rows[0]!.read;
       };
       for (let n = 0; n < 12; n++) await work(connection, n);
       await sql`insert into public_chat_messages (session_id, role, content, state, created_at, updated_at)
@@ -208,7 +208,7 @@ describe('storing a question and its outcome', () => {
       const rowsRead = (await read()) - before;
       const { rows: prepared } = await sql<{ statement: string; generic_plans: number; custom_plans: number }>`
         select statement, generic_plans, custom_plans from pg_prepared_statements`.execute(connection.db);
-      return { rowsRead, prepared: prepared.map((row) => ({ statement: row.statement, generic: Number(row.generic_plans), custom: Number(row.custom_plans) })) };
+      return { rowsRead, prepared: prepared.map((row) => ({ statement: row.statement, generic: row.generic_plans, custom: row.custom_plans })) };
     } finally {
       await connection.close();
     }
