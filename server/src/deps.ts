@@ -123,6 +123,7 @@ export async function createDeps(env: Env, options: DepsOptions = {}): Promise<D
     logger: loggers.get('db'),
     schema: options.databaseSchema,
     poolSize: env.DATABASE_POOL_SIZE,
+    sessionUrl: env.DATABASE_SESSION_URL,
     checkpointThread: true,
     queryThread: options.queryThread ?? true,
   });

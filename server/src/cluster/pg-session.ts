@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
 import pg from 'pg';
 import { pgApplicationName, type Database } from '../db/database.ts';
 
 /**
  * A PostgreSQL connection of its own, outside the pool, for what lives in a
- * session: the leader's advisory lock and the LISTEN of cross-process
- * events. Both sides notice a dead peer within seconds rather than hours:
+ * session: the leader's advisory lock, the crawler's run lock and the LISTEN
+ * of cross-process events. It connects to the database's session URL
+ * (DATABASE_SESSION_URL) when there is one: a pooler in transaction mode
+ * lends its server connections to one transaction at a time, so a lock or a
+ * LISTEN taken through it would stay on a connection that other clients'
+ * transactions then use (they would hold the lock too) while its own
+ * statements went elsewhere. Both sides notice a dead peer within seconds rather than hours:
  * the client with TCP keep-alives, the server with its own (so a leader
  * whose machine vanished frees its lock after about 25 s; a killed process
  * frees it at once, its socket closed by the kernel).
@@ -15,7 +19,7 @@ export async function openSession(database: Database, applicationName: string): 
   const target = database.sharedAs;
   if (database.dialect !== 'postgres' || !target) throw new Error('a PostgreSQL session needs a PostgreSQL database');
   const client = new pg.Client({
-    connectionString: target.url,
+    connectionString: target.sessionUrl ?? target.url,
     application_name: pgApplicationName(applicationName, target.schema),
     keepAlive: true,
     keepAliveInitialDelayMillis: 5000,
@@ -86,23 +90,32 @@ export function lockKey(database: Database, name: string): string {
 
 export type LockedRun<T> = { ran: false } | { ran: true; result: T };
 
+/** How long taking or giving up a run's lock may take before the run counts as failed (or, at its end, the session is just closed). */
+const LOCK_TIMEOUT_MS = 5000;
+
 /**
  * Runs `fn` only if no other process is running the work named `name`
- * (PostgreSQL: a session advisory lock on a pool connection held for the
- * run, released at its end or when the process dies). SQLite has one
- * process, whose own guard is enough: `fn` just runs.
+ * (PostgreSQL: a session advisory lock held for the run on a session of its
+ * own, openSession's, released at its end or when the process dies). A run
+ * is rare (a crawl), so the session is opened for it and closed after: its
+ * close releases the lock even when the unlock could not be sent. SQLite has
+ * one process, whose own guard is enough: `fn` just runs.
  */
 export async function tryWithLock<T>(database: Database, name: string, fn: () => Promise<T>): Promise<LockedRun<T>> {
   if (database.dialect !== 'postgres') return { ran: true, result: await fn() };
   const key = lockKey(database, name);
-  return database.db.connection().execute(async (connection) => {
-    const { rows } = await sql<{ locked: boolean }>`select pg_try_advisory_lock(${key}::bigint) as locked`.execute(connection);
+  const session = await openSession(database, `concierge ${name} lock`);
+  try {
+    const { rows } = await queryWithin<{ locked: boolean }>(session, 'select pg_try_advisory_lock($1::bigint) as locked', [key], LOCK_TIMEOUT_MS);
     if (!rows[0]?.locked) return { ran: false };
     try {
       return { ran: true, result: await fn() };
     } finally {
-      // Fails only on a broken connection, which the pool then drops, and with it the lock.
-      await sql`select pg_advisory_unlock(${key}::bigint)`.execute(connection).catch(() => {});
+      // Given up before the run's end is reported, so that a run asked for next finds it free; closing the session
+      // (which does not wait for PostgreSQL) releases it anyway.
+      await queryWithin(session, 'select pg_advisory_unlock($1::bigint)', [key], LOCK_TIMEOUT_MS).catch(() => {});
     }
-  });
+  } finally {
+    closeSession(session);
+  }
 }

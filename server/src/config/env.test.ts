@@ -60,6 +60,14 @@ describe('environment', () => {
     for (const bad of ['1', 'many', '2.5', '101']) expect(problemsOf({ DATABASE_POOL_SIZE: bad }), bad).toEqual([expect.stringMatching(/^DATABASE_POOL_SIZE: /)]);
   });
 
+  it('reads DATABASE_SESSION_URL only beside a PostgreSQL DATABASE_URL', () => {
+    const direct = 'postgres://concierge@db.internal:5432/concierge';
+    expect(loadEnv({ DATABASE_URL: 'postgres://concierge@pgbouncer:6432/concierge', DATABASE_SESSION_URL: direct }).DATABASE_SESSION_URL).toBe(direct);
+    expect(loadEnv({ DATABASE_URL: direct }).DATABASE_SESSION_URL).toBeUndefined();
+    expect(problemsOf({ DATABASE_SESSION_URL: direct })).toEqual(['DATABASE_SESSION_URL: only with a PostgreSQL DATABASE_URL']);
+    expect(problemsOf({ DATABASE_URL: direct, DATABASE_SESSION_URL: 'sqlite:./data/x.db' })).toEqual(['DATABASE_SESSION_URL: must be postgres://…']);
+  });
+
   it('names every bad variable at once', () => {
     const problems = problemsOf({
       PORT: 'eighty',

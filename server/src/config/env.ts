@@ -140,6 +140,16 @@ const EnvShape = z.object({
    * 2: a statement may be sent on the pool while a transaction holds one of its connections.
    */
   DATABASE_POOL_SIZE: z.coerce.number().int().min(2).max(100).default(4),
+  /**
+   * PostgreSQL only: where the connections that must be sessions of their own connect (the leader's advisory lock, the
+   * crawler's run lock, the LISTEN of cross-process events): PostgreSQL itself when DATABASE_URL is a pooler in
+   * transaction mode, which would hand their locks and LISTEN to other clients' transactions. Unset: DATABASE_URL.
+   */
+  DATABASE_SESSION_URL: z
+    .string()
+    .trim()
+    .refine((value) => /^postgres(ql)?:\/\/.+/.test(value), { message: 'must be postgres://…' })
+    .optional(),
   SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   OPENAI_API_KEY: optionalText,
   OPENAI_BASE_URL: httpUrl.optional(),
@@ -179,6 +189,9 @@ function crossChecks(input: Record<string, string>): string[] {
   }
   if (input.HEALTH_PORT && input.HEALTH_PORT.trim() !== '0' && input.HEALTH_PORT.trim() === (input.PORT ?? '8080').trim()) {
     problems.push('HEALTH_PORT: must differ from PORT');
+  }
+  if (input.DATABASE_SESSION_URL && (input.DATABASE_URL ?? 'sqlite:').trim().startsWith('sqlite:')) {
+    problems.push('DATABASE_SESSION_URL: only with a PostgreSQL DATABASE_URL');
   }
   if (input.DISCORD_TOKEN && !input.DISCORD_APPLICATION_ID) problems.push('DISCORD_APPLICATION_ID: is required when DISCORD_TOKEN is set');
   return problems;

@@ -21,7 +21,7 @@ export interface Database {
    * How another thread opens the same database (`openDatabase(url, { schema })`),
    * or null when it cannot: an in-memory SQLite database lives in its connection.
    */
-  readonly sharedAs: { url: string; schema: string | undefined } | null;
+  readonly sharedAs: { url: string; schema: string | undefined; sessionUrl?: string } | null;
   /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
   transaction<T>(fn: (trx: Transaction<DB>) => Promise<T>): Promise<T>;
   /** SQLite with `checkpointThread`: the thread that checkpoints the write-ahead log. */
@@ -63,11 +63,18 @@ export interface DatabaseOptions {
    */
   queryThread?: boolean;
   /**
+   * PostgreSQL only: where the connections that must be sessions of their own
+   * connect (pg-session.ts: the leader's lock, the crawler's run lock, the
+   * events' LISTEN), when DATABASE_URL is a pooler in transaction mode
+   * (DATABASE_SESSION_URL). Unset: the database's own URL.
+   */
+  sessionUrl?: string;
+  /**
    * PostgreSQL only: the pool runs only statements that find their rows by
    * key (the query thread's, onQueryThread), so its prepared statements may
    * keep one plan for every run instead of being planned for each
    * (`plan_cache_mode=auto`), and a plan that reads a table whole is ruled
-   * out (`enable_seqscan=off`). See pgPlanOptions.
+   * out (`enable_seqscan=off`). See pgPlanSettings.
    */
   keyedStatements?: boolean;
 }
@@ -96,8 +103,46 @@ export interface DatabaseOptions {
  * batches was about a fifth of PostgreSQL's CPU in the chat bench (0.2 ms an
  * answer of 0.8–0.9).
  */
-export const pgPlanOptions = (keyedStatements: boolean): string =>
-  keyedStatements ? '-c plan_cache_mode=auto -c enable_seqscan=off' : '-c plan_cache_mode=force_custom_plan';
+export const pgPlanSettings = (keyedStatements: boolean): Record<string, string> =>
+  keyedStatements ? { plan_cache_mode: 'auto', enable_seqscan: 'off' } : { plan_cache_mode: 'force_custom_plan' };
+
+/*
+ * Behind a connection pooler. Every connection asks for its settings in its
+ * startup packet (`options`: no round trip). PgBouncer before 1.20 refuses a
+ * connection that does; later versions refuse the settings they do not track
+ * (the plan settings) unless `options` is in their ignore_startup_parameters,
+ * and then drop those silently. The first is reported at start-up with what
+ * to do. The second is harmless for the time zone (every timestamp is read
+ * with its offset) but not for the plans, so they are checked, and a warning
+ * logged when a plan kept from when the tables were small could read them
+ * whole as they grow (above) — unless the plan settings reach PostgreSQL
+ * another way (the database role's own, as the README says).
+ */
+
+/** The error to report when a server (a pooler) refused the connection's startup settings; undefined for any other error. */
+function refusedSettings(error: unknown): Error | undefined {
+  const message = error instanceof Error ? error.message : '';
+  if (!/unsupported (options )?startup parameter/i.test(message)) return undefined;
+  return new Error(
+    `DATABASE_URL: the server refused the connections' settings (${message}). A pooler such as PgBouncer must pass them on or ignore them: ` +
+      'add `options` to its ignore_startup_parameters (README: Behind PgBouncer).',
+    { cause: error },
+  );
+}
+
+/** Logs a warning when the plan settings PostgreSQL applied could keep a plan that reads a growing table whole. */
+async function checkSettings(client: pg.PoolClient, asked: Record<string, string>, logger: Logger | undefined): Promise<void> {
+  const { rows } = await client.query<{ plan_cache_mode: string; enable_seqscan: string }>(
+    "select current_setting('plan_cache_mode') as plan_cache_mode, current_setting('enable_seqscan') as enable_seqscan",
+  );
+  const applied = rows[0]!;
+  if (applied.plan_cache_mode === 'force_custom_plan' || applied.enable_seqscan === 'off') return;
+  logger?.warn(
+    { asked, applied },
+    "PostgreSQL did not apply the connections' plan settings (a pooler in front of it dropped them): plans kept from when the tables " +
+      'were small may read them whole as they grow. Set plan_cache_mode = force_custom_plan on the database role (README: Behind PgBouncer)',
+  );
+}
 
 export const dialectOf = (url: string): Dialect => (url.startsWith('sqlite:') ? 'sqlite' : 'postgres');
 
@@ -123,7 +168,7 @@ export async function openDatabase(url: string, options: DatabaseOptions = {}): 
     db,
     healthDb,
     dialect,
-    sharedAs: url === 'sqlite::memory:' ? null : { url, schema: options.schema },
+    sharedAs: url === 'sqlite::memory:' ? null : { url, schema: options.schema, sessionUrl: options.sessionUrl },
     transaction: (fn) => db.transaction().execute(fn),
     ping: (timeoutMs = PING_TIMEOUT_MS) => answeredWithin(sql`select 1`.execute(healthDb), timeoutMs).then(() => undefined),
     checkpointer,
@@ -197,11 +242,12 @@ export const pgApplicationName = (name: string, schema: string | undefined): str
 
 async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db: Kysely<DB>; healthDb: Kysely<DB> }> {
   if (options.schema && !/^[a-z_][a-z0-9_]*$/.test(options.schema)) throw new Error(`invalid schema name: ${options.schema}`);
+  const settings = { TimeZone: 'UTC', ...pgPlanSettings(options.keyedStatements ?? false) };
   const config: pg.PoolConfig = {
     connectionString: url,
     types: PG_TYPES,
     // Every connection works in UTC so timestamps without a zone read the same everywhere.
-    options: [options.schema ? `-c search_path=${options.schema}` : '', '-c timezone=UTC', pgPlanOptions(options.keyedStatements ?? false)].join(' ').trim(),
+    options: [options.schema ? `-c search_path=${options.schema}` : '', ...Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)].join(' ').trim(),
   };
   const applicationName = options.applicationName ?? 'concierge';
   const pool = new pg.Pool({ ...config, application_name: pgApplicationName(applicationName, options.schema), max: options.poolSize ?? 10 });
@@ -213,21 +259,23 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db
   healthPool.on('error', (error) => options.logger?.warn({ err: error }, "the health checks' PostgreSQL connection failed; the next check opens another"));
   // One that fails during a check fails that check, which reports it; without a listener its 'error' would end the process.
   healthPool.on('connect', (client) => client.on('error', () => {}));
-  // A connection checked out of the pool but between queries (the crawler's advisory lock is held on one for a
-  // whole run) has no pool listener: when the server goes away (a restart), its 'error' would end the process.
+  // A connection checked out of the pool but between queries (a transaction waiting on the server's own work) has no
+  // pool listener: when the server goes away (a restart), its 'error' would end the process.
   // The next query on it fails instead, and the pool drops it when it comes back.
   const names = new StatementNames();
   pool.on('connect', (client) => {
     prepareRecurring(client, names);
     client.on('error', (error) => options.logger?.warn({ err: error }, 'a PostgreSQL connection in use failed; it will be replaced'));
   });
-  if (options.schema) {
-    const client = await pool.connect();
-    try {
-      await client.query(`create schema if not exists ${options.schema}`);
-    } finally {
-      client.release();
-    }
+  const client = await pool.connect().catch(async (error: unknown) => {
+    await Promise.all([pool.end(), healthPool.end()]);
+    throw refusedSettings(error) ?? error;
+  });
+  try {
+    if (options.schema) await client.query(`create schema if not exists ${options.schema}`);
+    await checkSettings(client, settings, options.logger?.child({ pool: applicationName }));
+  } finally {
+    client.release();
   }
   return { db: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }), healthDb: new Kysely<DB>({ dialect: new PostgresDialect({ pool: healthPool }) }) };
 }

@@ -19,7 +19,7 @@ const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i;
  * a connection parses one once.
  *
  * How a connection plans them (each run for its parameters, or once and
- * kept) is its pool's setting: pgPlanOptions in database.ts.
+ * kept) is its pool's setting: pgPlanSettings in database.ts.
  *
  * Only texts that recur are named, and only so many, so that a statement
  * built anew each time (a multi-row INSERT of a varying number of rows)
