@@ -10,10 +10,12 @@ import { pgApplicationName, type Database } from '../db/database.ts';
  * lends its server connections to one transaction at a time, so a lock or a
  * LISTEN taken through it would stay on a connection that other clients'
  * transactions then use (they would hold the lock too) while its own
- * statements went elsewhere. Both sides notice a dead peer within seconds rather than hours:
- * the client with TCP keep-alives, the server with its own (so a leader
- * whose machine vanished frees its lock after about 25 s; a killed process
- * frees it at once, its socket closed by the kernel).
+ * statements went elsewhere.
+ *
+ * Both sides notice a dead peer within seconds rather than hours: the client
+ * with TCP keep-alives, the server with its own (so a leader whose machine
+ * vanished frees its lock after about 25 s; a killed process frees it at
+ * once, its socket closed by the kernel).
  */
 export async function openSession(database: Database, applicationName: string): Promise<pg.Client> {
   const target = database.sharedAs;
