@@ -5,6 +5,7 @@ import type { Clock } from '../clock.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test-support/fake-openai/fake-openai.ts';
 import { eventNames, postForEvents, type StreamedReply } from '../test-support/event-stream-client.ts';
 import { cookieFrom, createTestContext, manualClock, minuteStartClock, signIn, uploadKnowledge, type TestContext } from '../test-support/test-context.ts';
+import { until } from '../test-support/until.ts';
 import { CHAT_ERRORS } from './chat.service.ts';
 
 const NOTES = `# Practical information
@@ -14,14 +15,6 @@ The lost and found is at the registration desk in the lobby, open 8:00 to 20:00,
 Cosplay repair station: Room 112, with glue guns, safety pins and thread.`;
 
 /** Waits (polling) until `check` passes. */
-async function until(check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
 /**
  * Closes the app. Node's fetch may leave a spare connection that never sent
  * a request (after a request it aborted); the server's close would wait for

@@ -9,6 +9,7 @@ import { openDatabase, type Database } from '../db/database.ts';
 import { EventBus, type AnswerEvent } from '../events.ts';
 import { countedStatements } from '../test-support/counted-statements.ts';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
+import { until } from '../test-support/until.ts';
 import { ClusterChannel } from './cluster-channel.ts';
 import { takeRateSlot } from './cluster.queries.ts';
 import { Leadership, type LeaderWork } from './leadership.ts';
@@ -37,15 +38,6 @@ class Recorded implements LeaderWork {
     this.running = false;
     this.log.push(`stop ${this.name}`);
   }
-}
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<number> {
-  const started = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return Date.now() - started;
 }
 
 describe('the cluster parts', () => {

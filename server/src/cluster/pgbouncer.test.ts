@@ -6,20 +6,13 @@ import { openDatabase, type Database } from '../db/database.ts';
 import { EventBus } from '../events.ts';
 import { havePgbouncer, PGBOUNCER_PATH, startPgbouncer, type Pgbouncer, type PgbouncerOptions } from '../test-support/pgbouncer.ts';
 import { createTestContext, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
+import { until } from '../test-support/until.ts';
 import { Leadership } from './leadership.ts';
 import { PgNotifyTransport } from './pg-notify.ts';
 import { tryWithLock } from './pg-session.ts';
 
 const silent = pino({ level: 'silent' });
 const inCi = process.env.CI === 'true' || process.env.CI === '1';
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const started = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /**
  * Processes whose DATABASE_URL is a real PgBouncer (Debian's package) in
@@ -111,7 +104,7 @@ describe.runIf(testDatabaseKind() === 'postgres')(`behind PgBouncer (${PGBOUNCER
     // The crawler's run lock: a run in one process refuses a run in the other until it ends.
     let release!: () => void;
     const first = tryWithLock(a, 'crawler', () => new Promise<string>((resolve) => (release = () => resolve('first'))));
-    await until(async () => (await holders()).length === 2);
+    await until(async () => (await holders()).length === 2, 5000);
     expect(await tryWithLock(b, 'crawler', async () => 'second')).toEqual({ ran: false });
     release();
     expect(await first).toEqual({ ran: true, result: 'first' });
@@ -126,7 +119,7 @@ describe.runIf(testDatabaseKind() === 'postgres')(`behind PgBouncer (${PGBOUNCER
     const heard: string[] = [];
     buses[1]!.subscribe('config_changed', (event) => heard.push(event.hash));
     buses[0]!.publish('config_changed', { hash: 'paused' });
-    await until(() => heard.length === 1);
+    await until(() => heard.length === 1, 5000);
     expect(heard).toEqual(['paused']);
   });
 });
