@@ -32,6 +32,23 @@ import { registerWatchSocketRoute, registerWatchTokenRoute } from './watch/watch
 
 const TURNSTILE_ORIGIN = 'https://challenges.cloudflare.com';
 
+/**
+ * Longest a client may take to send a whole request, headers and body
+ * (Node's own default, which Fastify turns off). A client that stops
+ * half-way through its body gets a 408 and its connection closed instead of
+ * holding it for good; 5 minutes still lets the largest upload (20 MB) come
+ * over a link of 0.6 Mbit/s. Once the request is read it no longer applies:
+ * an answer streamed for minutes and the Watch socket are not cut.
+ */
+export const REQUEST_TIMEOUT_MS = 300_000;
+
+export interface AppOptions {
+  /** REQUEST_TIMEOUT_MS unless set (tests). */
+  requestTimeoutMs?: number;
+  /** How often Node looks for requests past their time (its default, 30 s, unless set). */
+  requestTimeoutCheckMs?: number;
+}
+
 export interface RouteSummary {
   method: string;
   url: string;
@@ -50,9 +67,16 @@ declare module 'fastify' {
  * Builds the Fastify app from its dependencies without listening, so tests
  * drive it with `inject()` and main.ts decides how to serve it.
  */
-export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<FastifyInstance> {
   const { env } = deps;
-  const https = env.TLS_CERT_FILE && env.TLS_KEY_FILE ? { cert: readFileSync(env.TLS_CERT_FILE), key: readFileSync(env.TLS_KEY_FILE) } : null;
+  const requestTimeout = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  // Node's time for the headers (60 s) must not exceed the whole request's, or it enforces neither.
+  const serverOptions = {
+    requestTimeout,
+    headersTimeout: Math.min(60_000, requestTimeout),
+    ...(options.requestTimeoutCheckMs ? { connectionsCheckingInterval: options.requestTimeoutCheckMs } : {}),
+  };
+  const https = env.TLS_CERT_FILE && env.TLS_KEY_FILE ? { ...serverOptions, cert: readFileSync(env.TLS_CERT_FILE), key: readFileSync(env.TLS_KEY_FILE) } : null;
   const requestLog = new RequestLog(deps.loggers.get('api'));
   const app = Fastify({
     loggerInstance: deps.loggers.get('api'),
@@ -60,7 +84,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     genReqId: () => randomUUID(),
     trustProxy: trustProxyOption(env.TRUST_PROXY),
     bodyLimit: 256 * 1024,
-    ...(https ? { https } : {}),
+    requestTimeout,
+    ...(https ? { https } : { http: serverOptions }),
   }) as unknown as FastifyInstance;
 
   // Kept as registered and read when listed: a scope's own onRoute hook (the admin scope's access) runs after this one.

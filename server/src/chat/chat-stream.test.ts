@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ANSWER_MAX_LENGTH, ANSWER_TRUNCATED_MARK } from '@concierge/contract';
 import { ASK_ERRORS } from '../ask/ask-pipeline.ts';
+import type { AppOptions } from '../app.ts';
 import type { Clock } from '../clock.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test-support/fake-openai/fake-openai.ts';
 import { eventNames, postForEvents, type StreamedReply } from '../test-support/event-stream-client.ts';
@@ -182,10 +183,10 @@ describe('streamed answers with OpenAI', () => {
   });
   afterAll(() => fake.close());
 
-  async function start(options: { clock?: Clock; env?: Record<string, string> } = {}) {
+  async function start(options: { clock?: Clock; env?: Record<string, string>; app?: AppOptions } = {}) {
     fake.reset();
     fake.configure({ runDurationMs: 20 });
-    ctx = await createTestContext({ clock: options.clock ?? minuteStartClock(), env: { ...openai(), ...options.env } });
+    ctx = await createTestContext({ clock: options.clock ?? minuteStartClock(), env: { ...openai(), ...options.env }, app: options.app });
     const admin = await signIn(ctx.app);
     await ctx.deps.config.update({ assistant_poll_interval: '100ms', assistant_max_poll_interval: '200ms' });
     expect((await uploadKnowledge(ctx.app, admin, 'notes.md', NOTES)).statusCode).toBe(200);
@@ -217,6 +218,19 @@ describe('streamed answers with OpenAI', () => {
     expect(JSON.parse(retrieve[0]!.response_body!)).toMatchObject({ type: 'response.completed', response: { status: 'completed' } });
     expect(await logs('openai_list_messages_logs')).toHaveLength(1);
     expect(fake.journal.filter((entry) => entry.method === 'GET' && entry.path.startsWith('/v1/responses/'))).toHaveLength(0);
+  });
+
+  it('goes on streaming long past the time a request has to arrive in', async () => {
+    // The request timeout bounds how long the question takes to arrive, not how long its answer streams.
+    const { ask } = await start({ app: { requestTimeoutMs: 300, requestTimeoutCheckMs: 50 } });
+    fake.configure({ deltaDelayMs: 60 });
+    const reply = await ask({ message: 'Where is the lost and found?' });
+    await reply.ended;
+    const first = reply.entries[0]!;
+    const done = reply.entries.find((entry) => entry.kind === 'event' && entry.event === 'done')!;
+    expect(done.at - first.at).toBeGreaterThanOrEqual(1_200);
+    expect(reply.done()).toMatchObject({ success: true });
+    expect(reply.deltas().join('')).toBe(reply.done()!.response);
   });
 
   it('resumes a dropped stream after the last event it saw', async () => {

@@ -255,3 +255,60 @@ describe('hostile bytes on a real socket', () => {
     120_000,
   );
 });
+
+/**
+ * A client that sends its headers and part of its body, then nothing (a
+ * slow-body attack, or a phone that lost its network mid-request): the
+ * request timeout answers 408 and frees the connection, while an idle
+ * kept-alive connection between requests is left alone.
+ */
+describe('a request that stops arriving', () => {
+  const TIMEOUT_MS = 300;
+  let ctx: TestContext;
+  let port: number;
+
+  beforeAll(async () => {
+    ctx = await createTestContext({ app: { requestTimeoutMs: TIMEOUT_MS, requestTimeoutCheckMs: 50 } });
+    await ctx.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (ctx.app.server.address() as AddressInfo).port;
+  });
+  afterAll(() => ctx?.close());
+
+  /** A socket kept open, what it has been sent so far, and when it closed. */
+  const open = () => {
+    const socket = connect(port, '127.0.0.1');
+    const state = { reply: '', closed: null as number | null };
+    socket.on('data', (chunk) => (state.reply += chunk.toString('latin1')));
+    socket.on('close', () => (state.closed = Date.now()));
+    socket.on('error', () => {});
+    return { socket, state };
+  };
+  const waitFor = async (check: () => boolean, ms: number) => {
+    const deadline = Date.now() + ms;
+    while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  };
+
+  it('answers 408 and closes the connection when the body stops half-way, and goes on serving', async () => {
+    const { socket, state } = open();
+    const started = Date.now();
+    socket.write('POST /public/chat/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"message":"Where is');
+    await waitFor(() => state.closed !== null, 10_000);
+    expect(state.reply).toMatch(/^HTTP\/1\.1 408 /);
+    expect(state.closed! - started).toBeGreaterThanOrEqual(TIMEOUT_MS);
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+  });
+
+  it('leaves an idle kept-alive connection open past the timeout for its next request', async () => {
+    const { socket, state } = open();
+    const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+    socket.write(request);
+    await waitFor(() => state.reply.includes('\r\n\r\n'), 5_000);
+    expect(state.reply).toMatch(/^HTTP\/1\.1 200 /);
+    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS * 4));
+    expect(state.closed).toBeNull();
+    socket.write(request);
+    await waitFor(() => state.reply.split('HTTP/1.1 200 ').length === 3, 5_000);
+    expect(state.reply.split('HTTP/1.1 200 ')).toHaveLength(3);
+    socket.end();
+  });
+});

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import { buildApp } from '../app.ts';
+import { buildApp, type AppOptions } from '../app.ts';
 import { realDeadline, realSleep, timeoutError, type Clock } from '../clock.ts';
 import { loadEnv } from '../config/env.ts';
 import { createDeps, type Deps } from '../deps.ts';
@@ -23,6 +23,7 @@ export interface TestContextOptions {
   fetch?: typeof fetch;
   /** Another context's database (a restart with other settings); that context disposes of it. */
   database?: { url: string; schema?: string };
+  app?: AppOptions;
 }
 
 /** Which engine this run of the suite uses (set per Vitest project). */
@@ -76,7 +77,7 @@ export async function createTestContext(options: TestContextOptions = {}): Promi
     ...options.env,
   });
   const deps = await createDeps(env, { clock: options.clock, databaseSchema: database.schema, fetch: options.fetch });
-  const app = await buildApp(deps);
+  const app = await buildApp(deps, options.app);
   await app.ready();
   return {
     app,
