@@ -15,7 +15,6 @@ The lost and found is at the registration desk in the lobby, open 8:00 to 20:00,
 
 Cosplay repair station: Room 112, with glue guns, safety pins and thread.`;
 
-/** Waits (polling) until `check` passes. */
 /**
  * Closes the app. Node's fetch may leave a spare connection that never sent
  * a request (after a request it aborted); the server's close would wait for

@@ -19,6 +19,7 @@ import {
   type SnapshotTable,
 } from '../test-support/hostile-requests.ts';
 import { ADMIN, cookieFrom, createTestContext, signIn, testDatabaseKind, type TestContext } from '../test-support/test-context.ts';
+import { until } from '../test-support/until.ts';
 
 /**
  * Hostile input on every route of Fastify's route table (issue 18): wrong
@@ -283,16 +284,12 @@ describe('a request that stops arriving', () => {
     socket.on('error', () => {});
     return { socket, state };
   };
-  const waitFor = async (check: () => boolean, ms: number) => {
-    const deadline = Date.now() + ms;
-    while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  };
 
   it('answers 408 and closes the connection when the body stops half-way, and goes on serving', async () => {
     const { socket, state } = open();
     const started = Date.now();
     socket.write('POST /public/chat/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"message":"Where is');
-    await waitFor(() => state.closed !== null, 10_000);
+    await until(() => state.closed !== null, 10_000);
     expect(state.reply).toMatch(/^HTTP\/1\.1 408 /);
     expect(state.closed! - started).toBeGreaterThanOrEqual(TIMEOUT_MS);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
@@ -302,12 +299,12 @@ describe('a request that stops arriving', () => {
     const { socket, state } = open();
     const request = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
     socket.write(request);
-    await waitFor(() => state.reply.includes('\r\n\r\n'), 5_000);
+    await until(() => state.reply.includes('\r\n\r\n'), 5_000);
     expect(state.reply).toMatch(/^HTTP\/1\.1 200 /);
     await new Promise((resolve) => setTimeout(resolve, TIMEOUT_MS * 4));
     expect(state.closed).toBeNull();
     socket.write(request);
-    await waitFor(() => state.reply.split('HTTP/1.1 200 ').length === 3, 5_000);
+    await until(() => state.reply.split('HTTP/1.1 200 ').length === 3, 5_000);
     expect(state.reply.split('HTTP/1.1 200 ')).toHaveLength(3);
     socket.end();
   });
