@@ -1,59 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../config/env.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test-support/fake-openai/fake-openai.ts';
+import { cookiesOf, createProcessDatabase, ServerProcess } from '../test-support/server-process.ts';
 import { testDatabaseKind } from '../test-support/test-context.ts';
 import { ASK_ERRORS } from './ask-pipeline.ts';
 
 /** The whole crash scenario's budget: PostgreSQL waits for the dead owner's leases to run out (≤ 20 s). */
 const BUDGET_MS = 150_000;
-
-interface Server {
-  child: ChildProcess;
-  url: string;
-}
-
-/** Starts the real server (server/src/main.ts) in its own process and waits until it listens. */
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, ['server/src/main.ts'], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', LOG_LEVEL: 'info', WEB_DIST_DIR: path.join(tmpdir(), 'concierge-no-web-build'), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk) => (stderr += chunk));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start: ${stderr}`)), 30_000);
-    child.once('exit', (code) => reject(new Error(`the server exited (${code}): ${stderr}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const entry = JSON.parse(line) as { url?: string; msg?: string };
-        if (entry.url && entry.msg?.endsWith('is ready')) {
-          clearTimeout(timer);
-          resolve(entry.url.replace(/\/ui\/$/, ''));
-        }
-      } catch {
-        // Not a log line.
-      }
-    });
-  });
-  return { child, url };
-}
-
-function kill9(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.child.once('exit', () => resolve());
-    server.child.kill('SIGKILL');
-  });
-}
 
 /** Questions in flight when the process is killed (issue 18: twenty lost answers on a crash). */
 const IN_FLIGHT = 20;
@@ -77,36 +31,16 @@ describe('a server killed mid-answer', () => {
   let databaseUrl: string;
   let database: Database;
   let cleanup: () => Promise<void>;
-  const servers: Server[] = [];
+  const servers: ServerProcess[] = [];
 
   beforeAll(async () => {
     fake = await startFakeOpenAI({ knobs: { runDurationMs: RUN_MS } });
-    if (testDatabaseKind() === 'postgres') {
-      // The server process opens its own connections, so it gets a database of its own.
-      const base = process.env.TEST_DATABASE_URL!;
-      const name = `crash_${randomBytes(4).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: base });
-      await admin.connect();
-      await admin.query(`create database ${name}`);
-      await admin.end();
-      const url = new URL(base);
-      url.pathname = `/${name}`;
-      databaseUrl = url.toString();
-      cleanup = async () => {
-        const client = new pg.Client({ connectionString: base });
-        await client.connect();
-        await client.query(`drop database if exists ${name} with (force)`);
-        await client.end();
-      };
-    } else {
-      const dir = mkdtempSync(path.join(tmpdir(), 'concierge-crash-'));
-      databaseUrl = `sqlite:${path.join(dir, 'crash.db')}`;
-      cleanup = async () => rmSync(dir, { recursive: true, force: true });
-    }
+    // The server processes open their own connections, so they get a database of their own.
+    ({ url: databaseUrl, drop: cleanup } = await createProcessDatabase());
   });
 
   afterAll(async () => {
-    for (const server of servers) if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    for (const server of servers) server.kill('SIGKILL');
     await database?.close();
     await cleanup?.();
     await fake?.close();
@@ -116,17 +50,17 @@ describe('a server killed mid-answer', () => {
     `answers all ${IN_FLIGHT} interrupted questions and the ask command after a restart, and leaves no session stuck`,
     async () => {
       const env = { DATABASE_URL: databaseUrl, OPENAI_API_KEY: fake.apiKey, OPENAI_BASE_URL: fake.url };
-      const first = await startServer(env);
+      const first = await ServerProcess.start('first', env);
       servers.push(first);
       database = await openDatabase(databaseUrl);
       const db = database.db;
 
       // An operator sets a short poll interval; twenty visitors get sessions.
       const admin = { username: 'volunteer', password: 'correct horse battery' };
-      await fetch(`${first.url}/setup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...admin, confirm_password: admin.password }) });
-      const login = await fetch(`${first.url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(admin) });
-      const adminCookie = login.headers.getSetCookie().map((cookie) => cookie.split(';')[0]).join('; ');
-      const configured = await fetch(`${first.url}/api/config`, {
+      await fetch(`${first.origin}/setup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...admin, confirm_password: admin.password }) });
+      const login = await fetch(`${first.origin}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(admin) });
+      const adminCookie = cookiesOf(login);
+      const configured = await fetch(`${first.origin}/api/config`, {
         method: 'PATCH',
         headers: { 'content-type': 'application/json', cookie: adminCookie },
         body: JSON.stringify({ assistant_poll_interval: '200ms', assistant_max_poll_interval: '500ms' }),
@@ -134,14 +68,13 @@ describe('a server killed mid-answer', () => {
       expect(configured.status).toBe(200);
       const visitors = await Promise.all(
         Array.from({ length: IN_FLIGHT }, async (_, index) => {
-          const verify = await fetch(`${first.url}/public/chat/turnstile/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":""}' });
-          const cookie = verify.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
-          return { cookie, question: { message: `Where do I pick up badge number ${index + 1}?`, client_message_id: `crash-${index + 1}` } };
+          const verify = await fetch(`${first.origin}/public/chat/turnstile/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"token":""}' });
+          return { cookie: cookiesOf(verify), question: { message: `Where do I pick up badge number ${index + 1}?`, client_message_id: `crash-${index + 1}` } };
         }),
       );
 
       // Twenty questions from the public chat (their requests die with the process) and an ask command from the queue.
-      for (const visitor of visitors) void fetch(`${first.url}/public/chat/send`, json(visitor.cookie, visitor.question)).catch(() => {});
+      for (const visitor of visitors) void fetch(`${first.origin}/public/chat/send`, json(visitor.cookie, visitor.question)).catch(() => {});
       const now = new Date().toISOString();
       await db.insertInto('users').values({ id: '123456789012345678', username: 'attendee', global_name: 'Attendee', created_at: now, updated_at: now }).execute();
       const command = await db
@@ -154,17 +87,17 @@ describe('a server killed mid-answer', () => {
       const withRuns = async () => (await db.selectFrom('public_chat_messages').select('run_id').where('role', '=', 'user').where('run_id', 'is not', null).execute()).length;
       await expect.poll(withRuns, { timeout: 30_000, interval: 100 }).toBe(IN_FLIGHT);
       await expect.poll(async () => (await db.selectFrom('ask_commands').select('run_id').where('id', '=', command.id).executeTakeFirstOrThrow()).run_id, { timeout: 15_000 }).toMatch(/^resp_/);
-      await kill9(first);
+      await first.crash();
       const interrupted = await db.selectFrom('public_chat_messages').select('state').where('role', '=', 'user').where('state', '=', 'processing').execute();
       expect(interrupted, 'questions still being answered when the process died').toHaveLength(IN_FLIGHT);
 
       const restartedAt = Date.now();
-      const second = await startServer(env);
+      const second = await ServerProcess.start('second', env);
       servers.push(second);
       // Every visitor retries at once with the same client_message_id: the answer (or a clear error) comes as soon as it is recovered.
       const retries = await Promise.all(
         visitors.map(async (visitor) => {
-          const response = await fetch(`${second.url}/public/chat/send`, { ...json(visitor.cookie, visitor.question), signal: AbortSignal.timeout(60_000) });
+          const response = await fetch(`${second.origin}/public/chat/send`, { ...json(visitor.cookie, visitor.question), signal: AbortSignal.timeout(60_000) });
           return { status: response.status, body: (await response.json()) as { success: boolean; response?: string | null; error?: string | null }, ms: Date.now() - restartedAt };
         }),
       );
@@ -206,7 +139,7 @@ describe('a server killed mid-answer', () => {
       // Every session may ask again at once: no 409 left over from the dead process.
       fake.configure({ runDurationMs: 50 });
       const again = await Promise.all(
-        visitors.map(async (visitor, index) => (await fetch(`${second.url}/public/chat/send`, json(visitor.cookie, { message: 'And where is the cloakroom?', client_message_id: `after-${index + 1}` }))).status),
+        visitors.map(async (visitor, index) => (await fetch(`${second.origin}/public/chat/send`, json(visitor.cookie, { message: 'And where is the cloakroom?', client_message_id: `after-${index + 1}` }))).status),
       );
       expect(again).toEqual(visitors.map(() => 200));
 

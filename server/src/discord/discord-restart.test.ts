@@ -1,58 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../config/env.ts';
 import { openDatabase, type Database } from '../db/database.ts';
 import { startFakeDiscord, type FakeDiscord } from '../test-support/fake-discord/fake-discord.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test-support/fake-openai/fake-openai.ts';
+import { createProcessDatabase, ServerProcess } from '../test-support/server-process.ts';
 import { testDatabaseKind } from '../test-support/test-context.ts';
 
 /** PostgreSQL waits for the dead process's leases (answer and gateway) to run out: at most ~20 s. */
 const BUDGET_MS = 90_000;
 const ANSWER = 'The lost and found is at the registration desk in the lobby.';
-
-interface Server {
-  child: ChildProcess;
-  url: string;
-}
-
-/** The real server (server/src/main.ts) in a process of its own, as a supervisor runs it. */
-async function startServer(env: Record<string, string>): Promise<Server> {
-  const child = spawn(process.execPath, ['server/src/main.ts'], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', LOG_LEVEL: 'info', WEB_DIST_DIR: path.join(tmpdir(), 'concierge-no-web-build'), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr!.on('data', (chunk) => (stderr += chunk));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start: ${stderr}`)), 30_000);
-    child.once('exit', (code) => reject(new Error(`the server exited (${code}): ${stderr}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      try {
-        const entry = JSON.parse(line) as { url?: string; msg?: string };
-        if (entry.url && entry.msg?.endsWith('is ready')) {
-          clearTimeout(timer);
-          resolve(entry.url.replace(/\/ui\/$/, ''));
-        }
-      } catch {
-        // Not a log line.
-      }
-    });
-  });
-  return { child, url };
-}
-
-const kill9 = (server: Server) =>
-  new Promise<void>((resolve) => {
-    server.child.once('exit', () => resolve());
-    server.child.kill('SIGKILL');
-  });
 
 /**
  * kill -9 while an /ask is being answered, then a restart on the same
@@ -66,36 +21,16 @@ describe('the Discord bot across a crash', () => {
   let databaseUrl: string;
   let database: Database | undefined;
   let cleanup: () => Promise<void>;
-  const servers: Server[] = [];
+  const servers: ServerProcess[] = [];
 
   beforeAll(async () => {
     discord = await startFakeDiscord();
     openai = await startFakeOpenAI({ knobs: { runDurationMs: 4000, answer: () => ANSWER } });
-    if (testDatabaseKind() === 'postgres') {
-      const base = process.env.TEST_DATABASE_URL!;
-      const name = `discord_crash_${randomBytes(4).toString('hex')}`;
-      const admin = new pg.Client({ connectionString: base });
-      await admin.connect();
-      await admin.query(`create database ${name}`);
-      await admin.end();
-      const url = new URL(base);
-      url.pathname = `/${name}`;
-      databaseUrl = url.toString();
-      cleanup = async () => {
-        const client = new pg.Client({ connectionString: base });
-        await client.connect();
-        await client.query(`drop database if exists ${name} with (force)`);
-        await client.end();
-      };
-    } else {
-      const dir = mkdtempSync(path.join(tmpdir(), 'concierge-discord-crash-'));
-      databaseUrl = `sqlite:${path.join(dir, 'crash.db')}`;
-      cleanup = async () => rmSync(dir, { recursive: true, force: true });
-    }
+    ({ url: databaseUrl, drop: cleanup } = await createProcessDatabase());
   });
 
   afterAll(async () => {
-    for (const server of servers) if (server.child.exitCode === null) server.child.kill('SIGKILL');
+    for (const server of servers) server.kill('SIGKILL');
     await database?.close();
     await cleanup?.();
     await discord?.close();
@@ -113,7 +48,7 @@ describe('the Discord bot across a crash', () => {
         DISCORD_APPLICATION_ID: discord.applicationId,
         DISCORD_API_URL: discord.apiUrl,
       };
-      const first = await startServer(env);
+      const first = await ServerProcess.start('first', env);
       servers.push(first);
       await discord.waitForReady(15_000);
       await expect.poll(() => discord.commands.length, { timeout: 10_000 }).toBe(3);
@@ -126,13 +61,13 @@ describe('the Discord bot across a crash', () => {
       await expect
         .poll(async () => (await db.selectFrom('ask_commands').select('run_id').where('interaction_id', '=', interaction.id).executeTakeFirst())?.run_id ?? null, { timeout: 15_000 })
         .toMatch(/^resp_/);
-      await kill9(first);
+      await first.crash();
       expect(interaction.original).toMatchObject({ loading: true });
       // The next process reads a short poll interval (what an operator would set on the Config screen).
       await db.updateTable('runtime_config').set({ assistant_poll_interval: '200ms', assistant_max_poll_interval: '500ms' }).execute();
 
       const restartedAt = Date.now();
-      const second = await startServer(env);
+      const second = await ServerProcess.start('second', env);
       servers.push(second);
       // The answer reaches the asker through the webhook: no gateway needed, so it does not wait for the gateway's lease.
       await expect.poll(() => interaction.original?.loading === false, { timeout: testDatabaseKind() === 'postgres' ? 35_000 : 15_000, interval: 200 }).toBe(true);
@@ -149,7 +84,7 @@ describe('the Discord bot across a crash', () => {
       // The new process holds the gateway (at once on SQLite; once the dead one's lease ran out on PostgreSQL).
       await expect.poll(() => discord.connected, { timeout: 30_000, interval: 200 }).toBe(1);
       expect(discord.identifies).toBe(2);
-      await expect.poll(async () => (await fetch(`${second.url}/healthz`).then((reply) => reply.json()) as { discord_gateway_connected: boolean }).discord_gateway_connected).toBe(true);
+      await expect.poll(async () => (await fetch(`${second.origin}/healthz`).then((reply) => reply.json()) as { discord_gateway_connected: boolean }).discord_gateway_connected).toBe(true);
     },
     BUDGET_MS,
   );

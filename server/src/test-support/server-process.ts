@@ -1,9 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { REPO_ROOT, SERVER_ENVIRONMENT, SERVER_NODE_OPTIONS } from '../config/env.ts';
+import { testDatabaseKind } from './test-context.ts';
 
 const ENTRY = path.join(REPO_ROOT, 'bin/concierge.mjs');
 
@@ -44,6 +47,13 @@ export class ServerProcess {
       }
     });
     this.#child.stderr!.on('data', (chunk: Buffer) => (this.#stderr += chunk.toString('utf8')));
+  }
+
+  /** Starts one and waits until it is ready. */
+  static async start(name: string, env: Record<string, string>): Promise<ServerProcess> {
+    const server = new ServerProcess(name, env);
+    await server.ready();
+    return server;
   }
 
   /** What the process wrote to stderr (a crash's stack trace). */
@@ -100,6 +110,12 @@ export class ServerProcess {
     this.#child.kill(signal);
   }
 
+  /** Kills it at once, as a crash would (SIGKILL), and waits until it is gone. */
+  async crash(): Promise<void> {
+    this.kill('SIGKILL');
+    await this.exited;
+  }
+
   /** Stops it gracefully (SIGTERM), or at once if it does not go within `timeoutMs`. */
   async stop(timeoutMs = 20_000): Promise<void> {
     if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
@@ -130,6 +146,17 @@ export async function createScratchDatabase(url: string): Promise<{ url: string;
   const scratch = new URL(url);
   scratch.pathname = `/${name}`;
   return { url: scratch.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
+}
+
+/**
+ * A database for the server processes a test starts itself, on the engine
+ * the tests run on: a new PostgreSQL database (createScratchDatabase) or a
+ * SQLite file in a new temporary folder; `drop()` removes either.
+ */
+export async function createProcessDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (testDatabaseKind() === 'postgres') return createScratchDatabase(process.env.TEST_DATABASE_URL!);
+  const dir = mkdtempSync(path.join(tmpdir(), 'concierge-processes-'));
+  return { url: `sqlite:${path.join(dir, 'concierge.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** The Cookie header value of a reply's Set-Cookie headers. */
