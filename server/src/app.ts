@@ -84,6 +84,8 @@ export async function buildApp(deps: Deps, options: AppOptions = {}): Promise<Fa
     genReqId: () => randomUUID(),
     trustProxy: trustProxyOption(env.TRUST_PROXY),
     bodyLimit: 256 * 1024,
+    // Given here as well as to Node's server: Fastify sets the server's requestTimeout from its own option after
+    // creating it, and its default (0) would turn the limit off. Node checks headersTimeout against it at creation.
     requestTimeout,
     ...(https ? { https } : { http: serverOptions }),
   }) as unknown as FastifyInstance;
