@@ -238,6 +238,12 @@ const PG_TYPES = {
 } as pg.CustomTypesConfig;
 
 /** What pg_stat_activity shows for a connection: its role, and the schema when several installations share a database (63 characters at most). */
+/** pg's pool hangs the failed connection on the error it emits: its whole state, which a log line does not need. */
+function withoutClient(error: Error): Error {
+  Reflect.deleteProperty(error, 'client');
+  return error;
+}
+
 export const pgApplicationName = (name: string, schema: string | undefined): string => (schema ? `${name} (${schema})` : name).slice(0, 63);
 
 async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db: Kysely<DB>; healthDb: Kysely<DB> }> {
@@ -251,21 +257,27 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db
   };
   const applicationName = options.applicationName ?? 'concierge';
   const pool = new pg.Pool({ ...config, application_name: pgApplicationName(applicationName, options.schema), max: options.poolSize ?? 10 });
-  pool.on('error', (error) => options.logger?.error({ err: error }, 'idle PostgreSQL connection failed'));
+  pool.on('error', (error) => options.logger?.error({ err: withoutClient(error) }, 'idle PostgreSQL connection failed'));
   // Opened at the first check and closed after 10 s without one (pg's idle timeout): tools that never check hold none.
   // A server that does not answer the connection at all fails the checks in the meantime (each ping times out) and
   // frees the pool's one place after 5 s for the next check to try again.
   const healthPool = new pg.Pool({ ...config, application_name: pgApplicationName(`${applicationName} health`, options.schema), max: 1, connectionTimeoutMillis: 5_000 });
-  healthPool.on('error', (error) => options.logger?.warn({ err: error }, "the health checks' PostgreSQL connection failed; the next check opens another"));
+  healthPool.on('error', (error) => options.logger?.warn({ err: withoutClient(error) }, "the health checks' PostgreSQL connection failed; the next check opens another"));
   // One that fails during a check fails that check, which reports it; without a listener its 'error' would end the process.
   healthPool.on('connect', (client) => client.on('error', () => {}));
   // A connection checked out of the pool but between queries (a transaction waiting on the server's own work) has no
   // pool listener: when the server goes away (a restart), its 'error' would end the process.
   // The next query on it fails instead, and the pool drops it when it comes back.
+  // (An idle one that fails is the pool's 'error' above, and logged there only.)
   const names = new StatementNames();
+  const checkedOut = new WeakSet<pg.PoolClient>();
+  pool.on('acquire', (client) => checkedOut.add(client));
+  pool.on('release', (_error, client) => checkedOut.delete(client));
   pool.on('connect', (client) => {
     prepareRecurring(client, names);
-    client.on('error', (error) => options.logger?.warn({ err: error }, 'a PostgreSQL connection in use failed; it will be replaced'));
+    client.on('error', (error) => {
+      if (checkedOut.has(client)) options.logger?.warn({ err: error }, 'a PostgreSQL connection in use failed; it will be replaced');
+    });
   });
   const client = await pool.connect().catch(async (error: unknown) => {
     await Promise.all([pool.end(), healthPool.end()]);

@@ -6,6 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { sql } from 'kysely';
+import { pino } from 'pino';
 import { openDatabase } from './database.ts';
 import {
   batchCalls,
@@ -28,9 +29,11 @@ import '../admin/status.queries.ts';
 const { url, schema, poolSize, autocheckpoint } = workerData as QueryThreadData;
 const parent = parentPort!;
 const post = (message: FromQueryThread) => parent.postMessage(message);
+/** Lines go to the server's logger, which adds its time and pid and applies its level and redaction. */
+const logger = pino({ level: 'info', base: undefined, timestamp: false }, { write: (line: string) => post({ kind: 'log', line }) });
 
 try {
-  const database = await openDatabase(url, { schema, poolSize, applicationName: 'concierge query thread', keyedStatements: true });
+  const database = await openDatabase(url, { schema, poolSize, applicationName: 'concierge query thread', keyedStatements: true, logger });
   // The server's checkpoint thread copies the log back; this connection's commits do not.
   if (database.dialect === 'sqlite' && !autocheckpoint) await sql`pragma wal_autocheckpoint = 0`.execute(database.db);
   const operations = queryThreadOperations();
@@ -108,7 +111,8 @@ try {
         track(
           work.then(
             (results) => group.forEach((call, index) => answer({ id: call.id, result: results[index] })),
-            async () => {
+            async (error: unknown) => {
+              logger.warn({ err: error, operation: name, calls: group.length }, 'a batch of calls failed and wrote nothing; each call runs alone');
               await Promise.all(group.map(alone));
             },
           ),

@@ -9,7 +9,7 @@ import { openDatabase, type Database } from './database.ts';
 import { migrateToLatest } from './migrate.ts';
 import { batchCalls, queryThreadBatches, queryThreadOperations } from './query-thread.ts';
 
-const logLines: { level: number; msg: string }[] = [];
+const logLines: { level: number; msg: string; [field: string]: unknown }[] = [];
 const logger = pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line) as { level: number; msg: string }) });
 
 const T0 = '2026-03-13T15:00:00.000Z';
@@ -157,6 +157,32 @@ describe.runIf(testDatabaseKind() === 'postgres')("the hot path's database work 
 
     const error = await chatQueries.createSession(database, session('s1')).catch((thrown: unknown) => thrown);
     expect(error).toMatchObject({ code: '23505' });
+  });
+
+  it("logs through the server's logger what happens to the thread's pool, and goes on when PostgreSQL ends one of its connections", async () => {
+    logLines.length = 0;
+    const database = await open({ queryThread: true });
+    await chatQueries.createSession(database, session('s1'));
+    const { rows: thread } = await sql<{ pid: number }>`
+      select pid from pg_stat_activity where application_name = ${`concierge query thread (${database.sharedAs!.schema})`}
+    `.execute(database.db);
+    expect(thread.length).toBeGreaterThan(0);
+    for (const { pid } of thread) await sql`select pg_terminate_backend(${pid})`.execute(database.db);
+    await vi.waitFor(() =>
+      expect(logLines).toContainEqual(
+        expect.objectContaining({ level: 50, thread: 'query', msg: 'idle PostgreSQL connection failed', err: expect.objectContaining({ message: expect.stringContaining('terminating connection') }) }),
+      ),
+    );
+    // One line for the connection (an idle one is not also "in use"), the server's own (its time and pid), without pg's whole client.
+    const lines = logLines.filter((line) => line.level >= 40);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ pid: process.pid, time: expect.any(Number) });
+    expect(lines[0]!.err).not.toHaveProperty('client');
+    // The pool opens another connection for the next call, still on the thread.
+    const call = vi.spyOn(database.queryThread!, 'call');
+    await chatQueries.createSession(database, session('s2'));
+    expect(call).toHaveBeenCalledWith('chat.createSession', expect.objectContaining({ session_id: 's2' }), false);
+    expect(await database.db.selectFrom('public_chat_sessions').select('session_id').orderBy('session_id').execute()).toEqual([{ session_id: 's1' }, { session_id: 's2' }]);
   });
 });
 

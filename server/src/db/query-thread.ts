@@ -1,6 +1,6 @@
-import { once } from 'node:events';
+import { on, once } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import type { Logger } from 'pino';
+import type { Level, Logger } from 'pino';
 import type { Database } from './database.ts';
 
 /** An operation the query thread can run: named, on a Database, with arguments and a result that cross threads (structured clone). */
@@ -146,7 +146,9 @@ export interface ThreadError {
 export type FromQueryThread =
   | { kind: 'ready'; operations: string[] }
   | { kind: 'failed'; error: ThreadError }
-  | { kind: 'answers'; answers: QueryAnswer[] };
+  | { kind: 'answers'; answers: QueryAnswer[] }
+  /** One line the thread logged (pino's JSON), for the server's logger to write. */
+  | { kind: 'log'; line: string };
 
 export function toThreadError(error: unknown): ThreadError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
@@ -161,6 +163,15 @@ function fromThreadError(thrown: ThreadError): Error {
   if (thrown.stack) error.stack = thrown.stack;
   for (const key of ['code', 'errcode', 'errstr'] as const) if (thrown[key] !== undefined) error[key] = thrown[key];
   return error;
+}
+
+/**
+ * Writes a line the thread logged through the server's logger, at its level
+ * (the server's logger filters it, as its level may change at run time).
+ */
+function writeThreadLog(logger: Logger, line: string): void {
+  const { level, msg, ...fields } = JSON.parse(line) as { level: number; msg?: string };
+  logger[(logger.levels.labels[level] ?? 'error') as Level](fields, msg);
 }
 
 const WORKER_URL = new URL('./query-thread-worker.ts', import.meta.url);
@@ -237,8 +248,19 @@ export class QueryThread {
     });
     // Only calls waiting for an answer keep the process alive (#track).
     worker.unref();
+    const logger = options.logger?.child({ thread: 'query' });
+    worker.on('message', (message: FromQueryThread) => {
+      if (message.kind === 'log' && logger) writeThreadLog(logger, message.line);
+    });
     try {
-      const [message] = (await once(worker, 'message')) as [FromQueryThread];
+      // What the thread logs while it opens the database (its pool's settings, say) comes first.
+      let message: FromQueryThread | undefined;
+      for await (const [next] of on(worker, 'message', { close: ['exit'] }) as AsyncIterable<[FromQueryThread]>) {
+        if (next.kind === 'log') continue;
+        message = next;
+        break;
+      }
+      if (!message) throw new Error('the thread stopped before it had the database open');
       if (message.kind === 'failed') throw fromThreadError(message.error);
       if (message.kind !== 'ready') throw new Error(`unexpected first message: ${message.kind}`);
       const missing = [...operations.keys()].filter((name) => !message.operations.includes(name));
