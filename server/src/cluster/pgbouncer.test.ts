@@ -59,12 +59,19 @@ describe.runIf(testDatabaseKind() === 'postgres')(`behind PgBouncer (${PGBOUNCER
 
   runs('warns when the pooler drops the plan settings, and not once they reach PostgreSQL another way', async () => {
     const ctx = await context();
-    const lines: { level: number; msg: string; applied?: Record<string, string>; pool?: string }[] = [];
+    const lines: { level: number; msg: string; applied?: Record<string, string>; pool?: string; thread?: string }[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const dropping = await bouncer({ poolMode: 'transaction', poolSize: 2, ignore: ['options'] });
     await open(dropping.url, { schema: ctx.database.schema, logger });
     expect(lines).toEqual([
       expect.objectContaining({ level: 40, pool: 'concierge', applied: { plan_cache_mode: 'auto', enable_seqscan: 'on' }, msg: expect.stringContaining('Set plan_cache_mode = force_custom_plan on the database role') }),
+    ]);
+    // A server's query thread has a pool of its own, and says so of it too.
+    lines.length = 0;
+    await open(dropping.url, { schema: ctx.database.schema, logger, queryThread: true });
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 40, pool: 'concierge', msg: expect.stringContaining('did not apply') }),
+      expect.objectContaining({ level: 40, pool: 'concierge query thread', thread: 'query', applied: { plan_cache_mode: 'auto', enable_seqscan: 'on' }, msg: expect.stringContaining('did not apply') }),
     ]);
 
     // The pooler setting it on its own connections (as a role's setting would): nothing to say.
