@@ -237,13 +237,13 @@ const PG_TYPES = {
   },
 } as pg.CustomTypesConfig;
 
-/** What pg_stat_activity shows for a connection: its role, and the schema when several installations share a database (63 characters at most). */
 /** pg's pool hangs the failed connection on the error it emits: its whole state, which a log line does not need. */
 function withoutClient(error: Error): Error {
   Reflect.deleteProperty(error, 'client');
   return error;
 }
 
+/** What pg_stat_activity shows for a connection: its role, and the schema when several installations share a database (63 characters at most). */
 export const pgApplicationName = (name: string, schema: string | undefined): string => (schema ? `${name} (${schema})` : name).slice(0, 63);
 
 async function openPostgres(url: string, options: DatabaseOptions): Promise<{ db: Kysely<DB>; healthDb: Kysely<DB> }> {
