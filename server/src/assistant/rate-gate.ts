@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import { slotInterval, takeRateSlot } from '../cluster/cluster.queries.ts';
+import { slotInterval, takeRateSlots } from '../cluster/cluster.queries.ts';
 import type { Database } from '../db/database.ts';
 import { TurnBatch } from '../turn-batch.ts';
 
@@ -25,7 +25,7 @@ export function slotsInDatabase(database: Database, name: string): SlotSource {
   const batch = new TurnBatch<{ nowMs: number; intervalMs: number; slot: number }>(async (requests) => {
     // One interval for the batch, the longest asked (a rate lowered in between is kept).
     const intervalMs = Math.max(...requests.map((request) => request.intervalMs));
-    const first = await takeRateSlot(database.db, name, Math.max(...requests.map((request) => request.nowMs)), intervalMs, requests.length);
+    const first = await takeRateSlots(database, { name, nowMs: Math.max(...requests.map((request) => request.nowMs)), intervalMs, count: requests.length });
     requests.forEach((request, index) => (request.slot = first + index * slotInterval(intervalMs)));
   });
   return async (nowMs, intervalMs) => {

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import type { Db } from '../db/database.ts';
+import type { Database, Db } from '../db/database.ts';
+import { onQueryThread } from '../db/query-thread.ts';
 
 /** Sends a notification on `channel` (PostgreSQL); inside a transaction it goes when that commits. */
 export async function notify(db: Db, channel: string, payload: string): Promise<void> {
@@ -16,6 +17,16 @@ export async function notifyAll(db: Db, channel: string, payloads: readonly stri
   if (payloads.length === 1) return notify(db, channel, payloads[0]!);
   await sql`select pg_notify(${channel}, payload) from unnest(cast(${payloads} as text[])) with ordinality as sent(payload, n) order by n`.execute(db);
 }
+
+/**
+ * notifyAll on the server's query thread (where its pool is, when it has
+ * one), posted with the turn's other calls: at the peak every answer is a
+ * notification, and building, sending and reading back their statements
+ * took the server's event loop about a twentieth of an answer's time.
+ */
+export const sendNotifications = onQueryThread('cluster.sendNotifications', (database: Database, { channel, payloads }: { channel: string; payloads: string[] }) =>
+  notifyAll(database.db, channel, payloads),
+);
 
 export async function insertEventPayload(db: Db, payload: string, now: string): Promise<number> {
   const row = await db.insertInto('cluster_event_payloads').values({ payload, created_at: now }).returning('id').executeTakeFirstOrThrow();
@@ -57,3 +68,14 @@ export async function takeRateSlot(db: Db, name: string, nowMs: number, interval
     .executeTakeFirstOrThrow();
   return Number(row.next_slot_ms) - span;
 }
+
+/**
+ * takeRateSlot on the server's query thread, posted at once (the turn's
+ * provider requests wait for it), for the same reason as sendNotifications.
+ */
+export const takeRateSlots = onQueryThread(
+  'cluster.takeRateSlots',
+  (database: Database, { name, nowMs, intervalMs, count }: { name: string; nowMs: number; intervalMs: number; count: number }) =>
+    takeRateSlot(database.db, name, nowMs, intervalMs, count),
+  { atTurnEnd: true },
+);

@@ -55,7 +55,9 @@ export class PgNotifyTransport implements EventTransport {
   /** Deliveries in the order notifications came (a stored payload is read first). */
   #delivery: Promise<void> = Promise.resolve();
   /** Notifications sent on the pool, one statement per turn of the event loop (under load, many answers end in one). */
-  readonly #outgoing = new TurnBatch<TransportMessage>((messages) => this.#sendWithin(this.#database.db, messages));
+  readonly #outgoing = new TurnBatch<TransportMessage>((messages) => this.#sendTurn(messages));
+  /** How every notification this process sends begins (#text): its own come back to it, and are dropped unread. */
+  readonly #ownPrefix = `{"o":${JSON.stringify(this.origin)},`;
 
   constructor(options: { database: Database; clock: Clock; logger: Logger; checkMs?: number }) {
     this.#database = options.database;
@@ -73,20 +75,32 @@ export class PgNotifyTransport implements EventTransport {
     return db ? this.#sendWithin(db, [message]) : this.#outgoing.add(message);
   }
 
+  /** A turn's notifications: on the query thread (sendNotifications), unless one must be stored first. */
+  async #sendTurn(messages: TransportMessage[]): Promise<void> {
+    const texts = messages.map((message) => this.#text(message));
+    if (texts.some((text) => Buffer.byteLength(text) > MAX_NOTIFY_BYTES)) return this.#sendWithin(this.#database.db, messages, texts);
+    await queries.sendNotifications(this.#database, { channel: this.#channel, payloads: texts });
+  }
+
   /** Sends messages in order; one too big for a notification is stored first and sent as its id. */
-  async #sendWithin(db: Db, messages: TransportMessage[]): Promise<void> {
-    const texts: string[] = [];
-    for (const message of messages) {
-      let text = JSON.stringify({ o: this.origin, e: message.event, p: message.payload } satisfies Wire);
+  async #sendWithin(db: Db, messages: TransportMessage[], texts = messages.map((message) => this.#text(message))): Promise<void> {
+    const sent: string[] = [];
+    for (const [index, message] of messages.entries()) {
+      let text = texts[index]!;
       if (Buffer.byteLength(text) > MAX_NOTIFY_BYTES) {
         const now = this.#clock.now();
         const id = await queries.insertEventPayload(db, JSON.stringify(message.payload ?? null), now.toISOString());
         await queries.deleteEventPayloadsBefore(db, new Date(now.getTime() - PAYLOAD_KEPT_MS).toISOString());
         text = JSON.stringify({ o: this.origin, e: message.event, r: id } satisfies Wire);
       }
-      texts.push(text);
+      sent.push(text);
     }
-    await queries.notifyAll(db, this.#channel, texts);
+    await queries.notifyAll(db, this.#channel, sent);
+  }
+
+  /** A message as a notification's text: its origin first, so that this process can tell its own without parsing them (#received). */
+  #text(message: TransportMessage): string {
+    return JSON.stringify({ o: this.origin, e: message.event, p: message.payload } satisfies Wire);
   }
 
   receive(receiver: TransportReceiver): () => void {
@@ -172,6 +186,7 @@ export class PgNotifyTransport implements EventTransport {
   }
 
   #received(text: string | undefined): void {
+    if (text?.startsWith(this.#ownPrefix)) return;
     let wire: Wire;
     try {
       wire = JSON.parse(text ?? '') as Wire;

@@ -25,6 +25,7 @@ import '../limits/limits.queries.ts';
 import '../assistant/assistant.queries.ts';
 import '../ask/token-budget.ts';
 import '../admin/status.queries.ts';
+import '../cluster/cluster.queries.ts';
 
 const { url, schema, poolSize, autocheckpoint } = workerData as QueryThreadData;
 const parent = parentPort!;

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import * as chatQueries from '../chat/chat.queries.ts';
+import '../cluster/cluster.queries.ts';
 import { countInWindows } from '../limits/limits.queries.ts';
 import { sqliteFileForEachTest } from '../test-support/sqlite-file.ts';
 import { freshDatabase, testDatabaseKind } from '../test-support/test-context.ts';
@@ -46,7 +47,7 @@ describe.runIf(testDatabaseKind() === 'sqlite')("the hot path's database work on
     const db = await open();
     expect(db.queryThread).toBeDefined();
     const declared = [...queryThreadOperations().keys()];
-    expect(declared).toEqual(expect.arrayContaining(['chat.insertQuestion', 'chat.storeOutcome', 'chat.findSession', 'limits.countInWindows', 'assistant.insertProviderLogBatch']));
+    expect(declared).toEqual(expect.arrayContaining(['chat.insertQuestion', 'chat.storeOutcome', 'chat.findSession', 'limits.countInWindows', 'assistant.insertProviderLogBatch', 'cluster.takeRateSlots', 'cluster.sendNotifications']));
     for (const name of declared) expect(db.queryThread!.runs(name), name).toBe(true);
     expect(logLines.filter((line) => line.level >= 40)).toEqual([]);
   });
