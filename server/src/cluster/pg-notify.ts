@@ -30,9 +30,9 @@ interface Wire {
 
 /**
  * Events between processes over PostgreSQL's LISTEN/NOTIFY. Sending is a
- * `pg_notify` on the pool (the notifications sent in one turn of the event
- * loop in one statement), or inside the caller's transaction (delivered
- * only if it commits). Hearing is a LISTEN on a session of its own, checked
+ * `pg_notify` on the query thread's pool (the notifications sent in one
+ * turn of the event loop in one statement), or inside the caller's
+ * transaction (delivered only if it commits). Hearing is a LISTEN on a session of its own, checked
  * every few seconds; when it drops, the transport reconnects with back-off,
  * listens again and asks for a resync (what was sent meanwhile is lost).
  * A process ignores its own notifications: it delivered them already.
@@ -54,7 +54,7 @@ export class PgNotifyTransport implements EventTransport {
   readonly #receivers = new Set<TransportReceiver>();
   /** Deliveries in the order notifications came (a stored payload is read first). */
   #delivery: Promise<void> = Promise.resolve();
-  /** Notifications sent on the pool, one statement per turn of the event loop (under load, many answers end in one). */
+  /** Notifications sent outside a transaction: one statement per turn of the event loop (under load, many answers end in one). */
   readonly #outgoing = new TurnBatch<TransportMessage>((messages) => this.#sendTurn(messages));
   /** How every notification this process sends begins (#text): its own come back to it, and are dropped unread. */
   readonly #ownPrefix = `{"o":${JSON.stringify(this.origin)},`;
