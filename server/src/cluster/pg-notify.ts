@@ -13,6 +13,7 @@ import { closeSession, openSession, pingSession, queryWithin } from './pg-sessio
  * is stored in cluster_event_payloads and the notification carries its id.
  */
 export const MAX_NOTIFY_BYTES = 7900;
+const tooBig = (text: string) => Buffer.byteLength(text) > MAX_NOTIFY_BYTES;
 /** Stored payloads are read within moments; anything older is gone. */
 const PAYLOAD_KEPT_MS = 10 * 60_000;
 const CHECK_MS = 5000;
@@ -32,10 +33,11 @@ interface Wire {
  * Events between processes over PostgreSQL's LISTEN/NOTIFY. Sending is a
  * `pg_notify` on the query thread's pool (the notifications sent in one
  * turn of the event loop in one statement), or inside the caller's
- * transaction (delivered only if it commits). Hearing is a LISTEN on a session of its own, checked
- * every few seconds; when it drops, the transport reconnects with back-off,
- * listens again and asks for a resync (what was sent meanwhile is lost).
- * A process ignores its own notifications: it delivered them already.
+ * transaction (delivered only if it commits). Hearing is a LISTEN on a
+ * session of its own, checked every few seconds; when it drops, the
+ * transport reconnects with back-off, listens again and asks for a resync
+ * (what was sent meanwhile is lost). A process ignores its own
+ * notifications: it delivered them already.
  *
  * Hand-written rather than pg-listen: that package's reconnect never runs
  * its LISTEN again and gives up after 3 s of outage.
@@ -78,7 +80,7 @@ export class PgNotifyTransport implements EventTransport {
   /** A turn's notifications: on the query thread (sendNotifications), unless one must be stored first. */
   async #sendTurn(messages: TransportMessage[]): Promise<void> {
     const texts = messages.map((message) => this.#text(message));
-    if (texts.some((text) => Buffer.byteLength(text) > MAX_NOTIFY_BYTES)) return this.#sendWithin(this.#database.db, messages, texts);
+    if (texts.some(tooBig)) return this.#sendWithin(this.#database.db, messages, texts);
     await queries.sendNotifications(this.#database, { channel: this.#channel, payloads: texts });
   }
 
@@ -87,7 +89,7 @@ export class PgNotifyTransport implements EventTransport {
     const sent: string[] = [];
     for (const [index, message] of messages.entries()) {
       let text = texts[index]!;
-      if (Buffer.byteLength(text) > MAX_NOTIFY_BYTES) {
+      if (tooBig(text)) {
         const now = this.#clock.now();
         const id = await queries.insertEventPayload(db, JSON.stringify(message.payload ?? null), now.toISOString());
         await queries.deleteEventPayloadsBefore(db, new Date(now.getTime() - PAYLOAD_KEPT_MS).toISOString());
