@@ -20,9 +20,11 @@ export async function notifyAll(db: Db, channel: string, payloads: readonly stri
 
 /**
  * notifyAll on the server's query thread (where its pool is, when it has
- * one), posted with the turn's other calls: at the peak every answer is a
- * notification, and building, sending and reading back their statements
- * took the server's event loop about a twentieth of an answer's time.
+ * one): at the peak every answer is a notification, and building, sending
+ * and reading back their statements took the server's event loop about a
+ * twentieth of an answer's time. Called from a turn's batch, yet not posted
+ * at once (no `atTurnEnd`): it goes with the next call that is, or at the
+ * end of the next turn, rather than costing a message of its own.
  */
 export const sendNotifications = onQueryThread('cluster.sendNotifications', (database: Database, { channel, payloads }: { channel: string; payloads: string[] }) =>
   notifyAll(database.db, channel, payloads),
