@@ -45,12 +45,21 @@ const targetText = (result: BenchResult) =>
     .filter(Boolean)
     .join(' and ');
 
+/** A ratio target bounds the ratio; an absolute one (an issue's figure) bounds the value, and the ratio is then only a comparison. */
+const verdictLine = (result: BenchResult) => {
+  const missed = passed(result) ? '' : ' — missed';
+  const bindsRatio = (result.maxRatio !== undefined && Number.isFinite(result.maxRatio)) || result.minRatio !== undefined;
+  return bindsRatio
+    ? `      ratio ${result.ratio.toFixed(3)} (target ${targetText(result)})${missed}`
+    : `      ${fmt(result.value)} ${result.unit} (target ${targetText(result)})${missed}; ${result.ratio.toFixed(3)}× the baseline`;
+};
+
 export function formatResult(result: BenchResult): string {
   return [
     `${passed(result) ? 'PASS' : 'FAIL'}  ${result.name}`,
     `      ${result.measure}: ${fmt(result.value)} ${result.unit}`,
     `      baseline (${result.baselineMeasure}): ${fmt(result.baseline)} ${result.unit}`,
-    `      ratio ${result.ratio.toFixed(3)} (target ${targetText(result)})${passed(result) ? '' : ' — missed'}`,
+    verdictLine(result),
     ...(result.notes ?? []).map((note) => `      ${note}`),
   ].join('\n');
 }
