@@ -35,11 +35,14 @@ export const passed = (result: BenchResult) =>
 
 const fmt = (n: number) => (Number.isInteger(n) ? n.toLocaleString('en-US') : n.toFixed(2));
 
+/** An upper bound on the ratio that binds (an infinite one is a comparison only, beside an absolute target). */
+const boundsRatioAbove = (result: BenchResult) => result.maxRatio !== undefined && Number.isFinite(result.maxRatio);
+
 const targetText = (result: BenchResult) =>
   [
     result.maxValue !== undefined ? `≤ ${fmt(result.maxValue)} ${result.unit}` : '',
     result.minValue !== undefined ? `≥ ${fmt(result.minValue)} ${result.unit}` : '',
-    result.maxRatio !== undefined && Number.isFinite(result.maxRatio) ? `ratio ≤ ${result.maxRatio}` : '',
+    boundsRatioAbove(result) ? `ratio ≤ ${result.maxRatio}` : '',
     result.minRatio !== undefined ? `ratio ≥ ${result.minRatio}` : '',
   ]
     .filter(Boolean)
@@ -48,7 +51,7 @@ const targetText = (result: BenchResult) =>
 /** A ratio target bounds the ratio; an absolute one (an issue's figure) bounds the value, and the ratio is then only a comparison. */
 const verdictLine = (result: BenchResult) => {
   const missed = passed(result) ? '' : ' — missed';
-  const bindsRatio = (result.maxRatio !== undefined && Number.isFinite(result.maxRatio)) || result.minRatio !== undefined;
+  const bindsRatio = boundsRatioAbove(result) || result.minRatio !== undefined;
   return bindsRatio
     ? `      ratio ${result.ratio.toFixed(3)} (target ${targetText(result)})${missed}`
     : `      ${fmt(result.value)} ${result.unit} (target ${targetText(result)})${missed}; ${result.ratio.toFixed(3)}× the baseline`;
