@@ -355,6 +355,8 @@ export class AskPipeline {
     let run: RunState | null = null;
     /** The last step reached, for the answer event (a failure tells where it stopped). */
     let lastStep: AskStep | null = null;
+    // The call that gave an id is logged before the id is stored (the log writer would otherwise hold it up to 100 ms):
+    // whenever the process dies, a stored step has its call's log.
     const storedHooks: AskHooks = {
       step: (step: ProviderAskStep) => {
         lastStep = step;
@@ -362,15 +364,18 @@ export class AskPipeline {
       },
       threadCreated: async (threadId: string) => {
         progress.threadId = threadId;
+        await assistant.flushLogs();
         await recorder.threadCreated(threadId);
       },
       messageCreated: async (messageId: string) => {
         progress.messageId = messageId;
+        await assistant.flushLogs();
         await recorder.messageCreated(messageId);
       },
       runCreated: async (created: RunState) => {
         run = created;
         progress.runId = created.id;
+        await assistant.flushLogs();
         await recorder.runCreated(created);
       },
     };
@@ -440,9 +445,9 @@ export class AskPipeline {
         written = text;
         handOn(text.slice(handed.length));
       }
-      // The answer's call logs and its tokens are written beside it (the logs in one batch for every answer ending now),
-      // so they are stored once it is.
-      await Promise.all([recorder.completed(outcome), assistant.flushLogs(), offline ? undefined : this.#spent(assistant, result.usage)]);
+      // The answer's call logs are written before it (in one batch for every answer ending now), its tokens beside it;
+      // a failed or stopped answer's logs likewise before its outcome.
+      await Promise.all([assistant.flushLogs().then(() => recorder.completed(outcome)), offline ? undefined : this.#spent(assistant, result.usage)]);
       this.#publish(job, { state: 'completed', step: 'list_message', response: outcome.answer.text, error: null, threadId: outcome.threadId, runId: outcome.runId, runStatus: outcome.runStatus, usage: outcome.usage, processingMs: outcome.processingMs, at: finishedAt });
       return outcome;
     } catch (error) {
@@ -468,7 +473,8 @@ export class AskPipeline {
         };
         const failure: AnswerFailure = { ...stop, status: 499, code: 'stopped', userMessage: STOPPED_MESSAGE, logMessage: STOPPED_MESSAGE };
         if (!offline) await this.#spent(assistant, stop.usage);
-        await Promise.all([recorder.stopped ? recorder.stopped(stop) : recorder.failed(failure), assistant.flushLogs()]);
+        await assistant.flushLogs();
+        await (recorder.stopped ? recorder.stopped(stop) : recorder.failed(failure));
         this.#publish(job, { state: 'aborted', step: lastStep as AskStep | null, response: stop.partial || null, error: null, threadId: stop.threadId, runId: stop.runId, runStatus: stop.runStatus, usage: stop.usage, processingMs: stop.processingMs, at: finishedAt });
         throw new AskStoppedError(stop, failure, error);
       }
@@ -483,7 +489,8 @@ export class AskPipeline {
       };
       if (!offline) await this.#spent(assistant, failure.usage);
       this.#options.logger.warn({ err: error, origin: job.asker.origin, sessionId: job.asker.sessionId, askCommandId: job.asker.askCommandId }, 'answer failed');
-      await Promise.all([recorder.failed(failure), assistant.flushLogs()]);
+      await assistant.flushLogs();
+      await recorder.failed(failure);
       this.#publish(job, { state: 'failed', step: lastStep as AskStep | null, response: null, error: failure.logMessage, threadId: failure.threadId, runId: failure.runId, runStatus: failure.runStatus, usage: failure.usage, processingMs: failure.processingMs, at: finishedAt });
       throw new AskFailedError(failure, error);
     } finally {

@@ -90,6 +90,13 @@ describe('a server killed mid-answer', () => {
       await first.crash();
       const interrupted = await db.selectFrom('public_chat_messages').select('state').where('role', '=', 'user').where('state', '=', 'processing').execute();
       expect(interrupted, 'questions still being answered when the process died').toHaveLength(IN_FLIGHT);
+      // The process was killed moments after the last run id was stored: every stored id's call is in the call logs all the same.
+      const questionIds = (await db.selectFrom('public_chat_messages').select('id').where('role', '=', 'user').execute()).map((row) => row.id);
+      for (const table of ['openai_create_message_logs', 'openai_create_run_logs'] as const) {
+        const logged = await db.selectFrom(table).select('public_chat_message_id').where('public_chat_message_id', 'in', questionIds).execute();
+        expect(new Set(logged.map((row) => row.public_chat_message_id)), table).toEqual(new Set(questionIds));
+      }
+      expect(await db.selectFrom('openai_create_run_logs').select('id').where('ask_command_id', '=', command.id).execute(), "the ask command's run").toHaveLength(1);
 
       const restartedAt = Date.now();
       const second = await ServerProcess.start('second', env);

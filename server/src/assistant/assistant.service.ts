@@ -156,7 +156,7 @@ export class AssistantService {
     return this.#poller.size;
   }
 
-  /** Writes the answers' call logs made so far (the pipeline does it as an answer ends, beside storing the answer). Never throws. */
+  /** Writes the answers' call logs made so far (the pipeline does it before it stores an id a call gave, and before the answer). Never throws. */
   flushLogs(): Promise<void> {
     return this.#logs.flush();
   }

@@ -20,11 +20,12 @@ interface Pending {
 
 /**
  * Writes the provider call logs of the answers' steps (thread, message, run,
- * retrieve, list) in batches, off the answer's critical path: a call's row
- * waits in memory and is written with the others — one multi-row INSERT per
- * log table — when the answer it belongs to ends (alongside the storing of
- * the answer, so an answer's logs are in the database once it is), at most
- * FLUSH_EVERY_MS after it was made, and when the process stops.
+ * retrieve, list) in batches: a call's row waits in memory and is written
+ * with the others — one multi-row INSERT per log table — when the ask
+ * pipeline flushes them (before it stores an id a call gave, and before the
+ * answer, so a stored step always has its call's log whenever the process
+ * dies), at most FLUSH_EVERY_MS after it was made, and when the process
+ * stops.
  *
  * Under load many answers share one write: while one batch is being
  * written, the next gathers. A batch is written with one commit, whatever
