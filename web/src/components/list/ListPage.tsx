@@ -15,7 +15,7 @@ import {
 } from '@mui/material';
 import type { SxProps, Theme } from '@mui/material';
 import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useMemo, useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useMemo, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import { useSearchParams } from 'react-router';
 import { api } from '../../api/client.ts';
 import { Page } from '../../app/Layout.tsx';
@@ -126,12 +126,22 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
   const [searchParams, setSearchParams] = useSearchParams();
   const queryClient = useQueryClient();
   /**
+   * The URL this form's own Apply or Clear went to, and the draft it sent.
+   * The router moves to the new URL a moment later (in a transition, which
+   * a busy phone can hold back while the user goes on typing), so the
+   * draft follows the URL only when nothing was typed since: Clear then
+   * straight away a date keeps the date. Any other change of URL (back,
+   * forward, a link) replaces the draft with the URL's filters.
+   */
+  const ownNavigation = useRef<{ search: string; draft: Record<string, string> } | null>(null);
+  /**
    * A change of filter starts again from the first page (SPEC §2), even back
    * to filters seen before: their cached pages (and Load More offset) go.
    * The list on screen is left alone until the new one replaces it.
    */
-  const showFromFirstPage = (next: URLSearchParams) => {
+  const showFromFirstPage = (next: URLSearchParams, draftSent: Record<string, string>) => {
     queryClient.removeQueries({ queryKey: ['list', endpoint], type: 'inactive' });
+    ownNavigation.current = { search: next.toString(), draft: draftSent };
     setSearchParams(next);
   };
   // Keyed by content, so callers may pass fresh arrays on every render.
@@ -145,7 +155,12 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
   // On phones the filters fold away behind a button.
   const [filtersOpen, setFiltersOpen] = useState(false);
   const activeCount = Object.keys(applied).filter((name) => names.includes(name) && name !== 'order').length;
-  useEffect(() => setDraft(applied), [applied]);
+  useEffect(() => {
+    const own = ownNavigation.current;
+    ownNavigation.current = null;
+    const typedSince = (current: Record<string, string>) => own !== null && own.search === searchKey && current !== own.draft;
+    setDraft((current) => (typedSince(current) ? current : applied));
+  }, [applied, searchKey]);
 
   const query = useInfiniteQuery({
     queryKey: ['list', endpoint, applied],
@@ -176,14 +191,15 @@ export function ListPage<Row extends { id: number }>(props: ListPageProps<Row>) 
       const cleaned = toQueryValue(filter, value);
       if (cleaned) next.set(name, cleaned);
     }
-    showFromFirstPage(next);
+    showFromFirstPage(next, draft);
   };
 
   const clear = () => {
     const next = new URLSearchParams();
     for (const name of fixedParams) if (applied[name]) next.set(name, applied[name]);
-    setDraft({});
-    showFromFirstPage(next);
+    const cleared = {};
+    setDraft(cleared);
+    showFromFirstPage(next, cleared);
   };
 
   return (
