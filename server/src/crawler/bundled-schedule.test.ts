@@ -40,6 +40,14 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(contest.start_at).toBe('2026-03-15T00:00:00.000Z'); // Saturday 19:00 in Chicago
   });
 
+  it('leads with the event whose whole title the question names, in its words or in others meaning the same', async () => {
+    for (const question of ['When is the costume contest?', 'When is the cosplay contest?', 'When are the costume contests?']) {
+      const { answer } = await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question);
+      expect(answer.text.split('\n')[0], question).toMatch(/^- \*\*Costume Contest\*\* — Sat 14 Mar, 19:00/);
+      expect(answer.text, question).toContain('Costume Contest Prejudging');
+    }
+  });
+
   it(`answers at least ${REQUIRED_SCORE * 100}% of ${QUESTIONS.questions.length} attendee questions with the right event`, async () => {
     const failures: string[] = [];
     for (const item of QUESTIONS.questions) {

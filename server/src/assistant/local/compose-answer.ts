@@ -166,6 +166,9 @@ function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[]
   );
   const total = weights.reduce((sum, weight) => sum + weight, 0) || 1;
   const questionWords = new Set(context.reading.words);
+  // A title word is named by the word itself, another form of it or a word meaning the same ("cosplay contest" names the Costume Contest).
+  const namedStems = new Set(terms.flatMap((term) => [term.stem, ...term.also.map(stem)]));
+  const names = (word: string) => questionWords.has(word) || namedStems.has(stem(word));
   // The best few hundred by BM25 are all that can be shown; coverage is weighed for those.
   const considered = hits.length > MAX_CONSIDERED ? [...hits].sort((a, b) => b.score - a.score).slice(0, MAX_CONSIDERED) : hits;
   const scored = considered.map((hit) => {
@@ -185,7 +188,7 @@ function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[]
     let score = hit.score;
     if (hit.item.kind === 'event') {
       const title = titleWordsOf(hit.item);
-      if (title.length > 0 && title.every((word) => questionWords.has(word))) score *= 2;
+      if (title.length > 0 && title.every(names)) score *= 2;
     }
     return { ...hit, score, coverage: covered / total };
   });
