@@ -48,6 +48,38 @@ describe('the offline assistant on the bundled sample schedule', () => {
     }
   });
 
+  it('tells when the convention itself starts and ends, with its opening or closing ceremony', async () => {
+    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
+    // "Now" is Saturday afternoon: the first events (Friday 08:00) are behind, the last (Monday 14:00) ahead.
+    const end = await ask('When does the con end?');
+    expect(end).toMatch(/^The convention ends \*\*Mon 16 Mar, 14:00 CDT\*\*/);
+    expect(end).toMatch(/- \*\*Closing Ceremony\*\* — Mon 16 Mar, 13:00–14:00 CDT · Main Stage/);
+    expect(end).not.toContain('Opening Ceremony');
+    const start = await ask('what time does the convention start');
+    expect(start).toMatch(/^The convention started \*\*Fri 13 Mar, 08:00 CDT\*\* and runs until \*\*Mon 16 Mar, 14:00 CDT\*\*/);
+    expect(start).toMatch(/- \*\*Opening Ceremony\*\* — Fri 13 Mar, 10:00–11:00 CDT · Main Stage — _already happened_/);
+    const span = await ask('when is the con?');
+    expect(span).toContain('Opening Ceremony');
+    expect(span).toContain('Closing Ceremony');
+    // A named part of the convention is still searched for as itself, "Q&A" typed either way.
+    for (const question of ['When is the Con Staff Q&A?', 'when is the staff qna']) {
+      expect(await ask(question), question).toMatch(/^\*\*Con Staff Q&A\*\* already happened\.\n- \*\*Con Staff Q&A\*\* — Sat 14 Mar, 14:00–14:45 CDT · Room 103/);
+    }
+    try {
+      time.set(new Date('2026-03-17T12:00:00-05:00'));
+      expect(await ask('when does the con start?')).toMatch(/^The convention is over: it ran from \*\*Fri 13 Mar, 08:00 CDT\*\* to \*\*Mon 16 Mar, 14:00 CDT\*\*\./);
+    } finally {
+      time.set(new Date(QUESTIONS.now));
+    }
+  });
+
+  it('knows the short and related names attendees use for a topic ("minis", "LGBT")', async () => {
+    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
+    expect(await ask('where do I learn to paint minis')).toMatch(/^- \*\*Miniature Painting Basics\*\*/);
+    expect(await ask('LGBT meetup?')).toMatch(/^- \*\*LGBTQ\+ Fans Meetup\*\*/);
+    expect(await ask('any queer panels?')).toContain('LGBTQ+ Fans Meetup');
+  });
+
   it(`answers at least ${REQUIRED_SCORE * 100}% of ${QUESTIONS.questions.length} attendee questions with the right event`, async () => {
     const failures: string[] = [];
     for (const item of QUESTIONS.questions) {

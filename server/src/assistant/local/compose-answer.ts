@@ -57,6 +57,11 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
   const reading = readQuestion(question, index, now, timeZone);
   const context: Context = { index, reading, now, timeZone, format: timeFormat(timeZone) };
   const { time, rooms, guests, tracks, relation } = reading;
+  // "When does the con end?": nothing but the convention itself is named.
+  if (reading.asks.convention && reading.terms.length === 0 && !rooms.length && !guests.length && !tracks.length && !relation && !time.window && !time.mode) {
+    const answer = answerConvention(context, reading.asks.convention);
+    if (answer) return answer;
+  }
   const scheduleWords = reading.terms.length > 0 || rooms.length > 0 || guests.length > 0 || tracks.length > 0;
   if (!scheduleWords && !time.window && !time.mode && !relation && reading.passageTerms.length === 0) {
     return { text: OFFLINE_HELP, sources: [] };
@@ -236,6 +241,40 @@ function answerRelation(context: Context, relation: NonNullable<QuestionReading[
   }
   const list = chosen.map((event) => eventLine(context, event, { compact: true })).join('\n');
   return { text: `${lead}\n\n${list}`, sources: [eventSource(anchor), ...chosen.map(eventSource)] };
+}
+
+const CEREMONY = stem('ceremony');
+const CEREMONY_KIND = { start: stem('opening'), end: stem('closing') };
+
+/**
+ * When the convention starts and ends, as its schedule has it: from its
+ * first event's start to its last event's end, with the opening or closing
+ * ceremony when the schedule has one.
+ */
+function answerConvention(context: Context, kind: 'start' | 'end' | 'span'): ComposedAnswer | null {
+  const { index, now, format } = context;
+  const held = index.events.filter((event) => event.status !== 'cancelled');
+  if (held.length === 0) return null;
+  const first = held[0]!.start;
+  const last = new Date(Math.max(...held.map((event) => endOf(event).getTime())));
+  const [from, to] = [`**${format.when(first)}**`, `**${format.when(last)}**`];
+  const started = now >= first;
+  let lead: string;
+  if (now >= last) lead = `The convention is over: it ran from ${from} to ${to}.`;
+  else if (kind === 'start') lead = `The convention ${started ? 'started' : 'starts'} ${from} and runs until ${to}.`;
+  else if (kind === 'end') lead = `The convention ends ${to}, when its last event finishes${started ? '' : ` (it starts ${format.when(first)})`}.`;
+  else lead = started ? `The convention runs until ${to} (it started ${format.when(first)}).` : `The convention runs from ${from} to ${to}.`;
+  const kinds = kind === 'span' ? [CEREMONY_KIND.start, CEREMONY_KIND.end] : [CEREMONY_KIND[kind]];
+  const ceremonies = kinds.flatMap((wanted) => {
+    const found = held.find((event) => {
+      const stems = words(event.title).map(stem);
+      return stems.includes(CEREMONY) && stems.includes(wanted);
+    });
+    return found ? [found] : [];
+  });
+  if (ceremonies.length === 0) return { text: lead, sources: [] };
+  const lines = ceremonies.map((event) => eventLine(context, event, { compact: ceremonies.length > 1 }));
+  return { text: `${lead}\n\n${lines.join('\n')}`, sources: ceremonies.map(eventSource) };
 }
 
 function conventionDayStart(date: Date, timeZone: string): number {

@@ -1,6 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import type { KnowledgeIndex } from './knowledge-index.ts';
-import { generalRarity, GENERIC_WORDS, PHRASE_SYNONYMS, spelledOut, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
+import { generalRarity, GENERIC_WORDS, joinAmpersands, PHRASE_SYNONYMS, spelledOut, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
 import { readTimeWindow, TIME_WORDS, type TimeReading } from './time-window.ts';
 
 /**
@@ -24,7 +24,13 @@ export interface QuestionReading {
   guests: string[];
   /** "What comes after the costume contest?": the words naming the other event. */
   relation: { kind: 'after' | 'before'; terms: QueryTerm[] } | null;
-  asks: { howLong: boolean; status: boolean; who: boolean };
+  asks: {
+    howLong: boolean;
+    status: boolean;
+    who: boolean;
+    /** "When does the con end?": the convention itself, when it starts, ends, or both. */
+    convention: 'start' | 'end' | 'span' | null;
+  };
 }
 
 export interface QueryTerm {
@@ -38,11 +44,15 @@ export interface QueryTerm {
 
 const RELATION_WORDS: Record<string, 'after' | 'before'> = { after: 'after', following: 'after', before: 'before', preceding: 'before', prior: 'before' };
 const WEAK_STATUS_WORDS = new Set(['still', 'happening', 'off', 'change', 'move']);
+/** Words for the convention itself, and for its start and end ("when does the con open / wrap up?"). */
+const CONVENTION_WORDS = new Set(['con', 'cons', 'convention', 'fest', 'festival', 'expo']);
+const START_WORDS = new Set(['start', 'starts', 'started', 'starting', 'begin', 'begins', 'began', 'beginning', 'open', 'opens', 'opening', 'kick', 'kicks', 'commence', 'commences']);
+const END_WORDS = new Set(['end', 'ends', 'ended', 'ending', 'finish', 'finishes', 'close', 'closes', 'closing', 'over', 'wrap', 'wraps']);
+const SPAN_WORDS = new Set(['when', 'whens', 'dates', 'days', 'long']);
 const STATUS_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed', 'still', 'happening', 'off']);
 
 export function readQuestion(question: string, index: KnowledgeIndex, now: Date, timeZone: string): QuestionReading {
-  // "D&D", "Q&A": one word, as it is said.
-  const tokens = spelledOut(words(question.replace(/\b(\p{L})\s*&\s*(\p{L})\b/gu, '$1n$2')));
+  const tokens = spelledOut(words(joinAmpersands(question)));
   const used = new Set<number>();
 
   // A time word inside an event's name ("Board Game Night", "Morning Yoga") is part of the name.
@@ -81,6 +91,7 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
     // "Is X happening?" asks whether it is still on; "what's happening in Hall B?" does not.
     status: tokens.some((word) => STATUS_WORDS.has(word) && !WEAK_STATUS_WORDS.has(word)) || /\bstill (on|happening|going ahead)\b/.test(text) || /^(is|are|will) .*\b(happening|on)$/.test(text),
     who: tokens.includes('who') || tokens.includes('whos'),
+    convention: conventionAsked(tokens),
   };
 
   // Phrases with synonyms of their own ("board game" → tabletop).
@@ -115,6 +126,13 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   const specific = all.filter((term) => !term.generic);
   const terms = dedupe(specific.length ? specific : []);
   return { words: tokens, terms, passageTerms: dedupe(passageTerms), time, rooms, tracks, guests, relation, asks };
+}
+
+function conventionAsked(tokens: readonly string[]): QuestionReading['asks']['convention'] {
+  if (!tokens.some((word) => CONVENTION_WORDS.has(word))) return null;
+  if (tokens.some((word) => END_WORDS.has(word))) return 'end';
+  if (tokens.some((word) => START_WORDS.has(word))) return 'start';
+  return tokens.some((word) => SPAN_WORDS.has(word)) ? 'span' : null;
 }
 
 function toTerm(word: string, phraseSynonyms: string[] = []): QueryTerm | null {

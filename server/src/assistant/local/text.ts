@@ -136,6 +136,8 @@ const SYNONYM_GROUPS: string[][] = [
   ['comedy', 'comedian', 'standup', 'improv'],
   ['yoga', 'stretching', 'fitness', 'exercise', 'workout', 'tai chi'],
   ['comic', 'graphic novel'],
+  ['miniature', 'mini'],
+  ['lgbt', 'lgbtq', 'lgbtqia', 'queer'],
 ];
 
 /**
@@ -191,13 +193,23 @@ export function termOf(word: string): string | null {
   return stem(word);
 }
 
+/** "Q&A", "D&D": a letter, "&" and a letter. */
+const AMPERSAND_WORD = /\b(\p{L})\s*&\s*(\p{L})\b/gu;
+
+/** "Q&A", "D&D" as one word, the way they are said and typed ("QnA", "DnD"). */
+export function joinAmpersands(text: string): string {
+  return text.replace(AMPERSAND_WORD, '$1n$2');
+}
+
 /**
  * The search index's tokenizer: folded words (term processing is
- * `termOf`), and a hyphenated word also as one ("Wi-Fi" is wi, fi and
- * wifi; "Sci-Fi", "check-in"), so either spelling in a question finds it.
+ * `termOf`), a hyphenated word also as one ("Wi-Fi" is wi, fi and
+ * wifi; "Sci-Fi", "check-in"), and "Q&A" also as "qna", so either
+ * spelling in a question finds it.
  */
 export function tokenize(text: string): string[] {
   const result = words(text);
+  if (text.includes('&')) for (const [, first, second] of fold(text).matchAll(AMPERSAND_WORD)) result.push(`${first}n${second}`);
   if (text.includes('-')) {
     for (const [compound] of fold(text).matchAll(/\p{L}+(?:-\p{L}+)+/gu)) result.push(compound.replace(/-/g, ''));
   }
