@@ -80,6 +80,34 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(await ask('any queer panels?')).toContain('LGBTQ+ Fans Meetup');
   });
 
+  it('reads an hour said without am or pm as a convention keeps its hours, and "this weekend" as no limit', async () => {
+    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
+    const atTen = await ask("what's happening at 10 tomorrow");
+    expect(atTen).toContain('- **Pixel Art Masterclass** — Sun 15 Mar, 10:00–11:00 CDT · Gaming Hall');
+    expect(atTen).not.toMatch(/Sun 15 Mar, 22:00|Sat 14 Mar/);
+    // 1 to 7 alone are in the afternoon or evening; a part of the day named decides.
+    const betweenTwoAndFour = await ask('panels between 2 and 4 tomorrow');
+    expect(betweenTwoAndFour).toContain('- **Masquerade Walk-On** — Sun 15 Mar, 14:00–15:30 CDT · Main Stage');
+    expect(betweenTwoAndFour).not.toContain('Morning Yoga');
+    expect(await ask("what's on in Hall B at 9 tonight")).toMatch(/^- \*\*Starfall Nights Dance\*\* — Sat 14 Mar, 21:00–02:00 CDT · Hall B/);
+    // A room's number is no time; the number after "at" is.
+    expect(await ask("what's on in room 104 at 12 tomorrow")).toMatch(/^- \*\*Superhero Training Academy \(Encore\)\*\* — Sun 15 Mar, 12:00–13:00 CDT · Room 104\s*\n\s*With/);
+    expect(await ask('any writing panels this weekend')).toMatch(/^- \*\*Writing Team Books\*\*/);
+    expect(await ask('what days is the con on?')).toMatch(/^The convention runs until \*\*Mon 16 Mar, 14:00 CDT\*\* \(it started Fri 13 Mar, 08:00 CDT\)\./);
+  });
+
+  it('answers whether an event is cancelled, moved or still on as the question asks it', async () => {
+    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
+    expect(await ask('is the costume contest cancelled?')).toMatch(/^No, \*\*Costume Contest\*\* has not been cancelled\.\n- \*\*Costume Contest\*\* — Sat 14 Mar, 19:00/);
+    expect(await ask('has the costume contest been moved?')).toMatch(/^No, \*\*Costume Contest\*\* has not moved\./);
+    expect(await ask('is the costume contest still on?')).toMatch(/^Yes, \*\*Costume Contest\*\* is still on\./);
+    expect(await ask('is the legacy games panel cancelled?')).toMatch(/^\*\*Legacy Games Explained\*\* has been cancelled\./);
+    // Over already, with an encore to come: said, and the encore listed.
+    const wig = await ask('is the wig workshop still on?');
+    expect(wig).toMatch(/^\*\*Wig Styling Workshop\*\* already happened\./);
+    expect(wig).toContain('- **Wig Styling Workshop (Encore)** — Mon 16 Mar, 09:00–10:00 CDT · Room 110');
+  });
+
   it(`answers at least ${REQUIRED_SCORE * 100}% of ${QUESTIONS.questions.length} attendee questions with the right event`, async () => {
     const failures: string[] = [];
     for (const item of QUESTIONS.questions) {

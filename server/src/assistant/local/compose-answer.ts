@@ -373,8 +373,11 @@ function renderEvents(context: Context, events: ScheduleItem[], options: { listi
   if (!options.listing && shown.length >= 1) {
     const first = shown[0]!;
     if (first.status === 'cancelled') lines.push(`**${first.title}** has been cancelled.`);
-    else if (endOf(first) <= now && shown.every((event) => endOf(event) <= now)) lines.push(`**${first.title}** already happened.`);
+    // Said of the event asked about when every one listed is over, or when the question asks whether it is still on.
+    else if (endOf(first) <= now && (reading.asks.status || shown.every((event) => endOf(event) <= now))) lines.push(`**${first.title}** already happened.`);
     else if (reading.asks.status && first.change && (first.change.kind === 'moved_time' || first.change.kind === 'moved_room')) lines.push(`**${first.title}** has moved.`);
+    else if (reading.asks.status && reading.asks.statusAbout === 'cancelled') lines.push(`No, **${first.title}** has not been cancelled.`);
+    else if (reading.asks.status && reading.asks.statusAbout === 'moved') lines.push(`No, **${first.title}** has not moved.`);
     else if (reading.asks.status) lines.push(`Yes, **${first.title}** is still on.`);
   }
   for (const event of shown) lines.push(eventLine(context, event, { compact: !detailed, until: options.until }));

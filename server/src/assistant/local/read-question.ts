@@ -27,6 +27,8 @@ export interface QuestionReading {
   asks: {
     howLong: boolean;
     status: boolean;
+    /** With `status`, what the question fears ("is X cancelled?", "has X moved?") or only whether it is on. */
+    statusAbout: 'cancelled' | 'moved' | 'on';
     who: boolean;
     /** "When does the con end?": the convention itself, when it starts, ends, or both. */
     convention: 'start' | 'end' | 'span' | null;
@@ -49,6 +51,8 @@ const CONVENTION_WORDS = new Set(['con', 'cons', 'convention', 'fest', 'festival
 const START_WORDS = new Set(['start', 'starts', 'started', 'starting', 'begin', 'begins', 'began', 'beginning', 'open', 'opens', 'opening', 'kick', 'kicks', 'commence', 'commences']);
 const END_WORDS = new Set(['end', 'ends', 'ended', 'ending', 'finish', 'finishes', 'close', 'closes', 'closing', 'over', 'wrap', 'wraps']);
 const SPAN_WORDS = new Set(['when', 'whens', 'dates', 'days', 'long']);
+const CANCEL_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation']);
+const MOVE_WORDS = new Set(['moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed']);
 const STATUS_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed', 'still', 'happening', 'off']);
 
 export function readQuestion(question: string, index: KnowledgeIndex, now: Date, timeZone: string): QuestionReading {
@@ -90,6 +94,7 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
     howLong: /\bhow long\b|\bduration\b|\blength\b|\bwhen does .* (end|finish)\b|\bhow many (hours|minutes)\b/.test(text),
     // "Is X happening?" asks whether it is still on; "what's happening in Hall B?" does not.
     status: tokens.some((word) => STATUS_WORDS.has(word) && !WEAK_STATUS_WORDS.has(word)) || /\bstill (on|happening|going ahead)\b/.test(text) || /^(is|are|will) .*\b(happening|on)$/.test(text),
+    statusAbout: tokens.some((word) => CANCEL_WORDS.has(word)) ? ('cancelled' as const) : tokens.some((word) => MOVE_WORDS.has(word)) ? ('moved' as const) : ('on' as const),
     who: tokens.includes('who') || tokens.includes('whos'),
     convention: conventionAsked(tokens),
   };

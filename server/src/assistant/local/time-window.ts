@@ -73,6 +73,7 @@ export const TIME_WORDS: ReadonlySet<string> = new Set([
   ...Object.keys(MONTHS),
   'today', 'tonight', 'tomorrow', 'yesterday', 'now', 'currently', 'right', 'moment', 'next', 'soon', 'upcoming', 'later', 'coming',
   'noon', 'midnight', 'am', 'pm', 'oclock', 'this', 'day', 'nights', 'mornings', 'evenings', 'afternoons', 'tomorrows',
+  'weekend', 'weekends', 'days',
 ]);
 
 interface LocalDate {
@@ -98,8 +99,13 @@ const DAY_NAMES = WEEKDAYS.map(capitalize);
 const dayName = (date: LocalDate) => DAY_NAMES[weekdayOf(date)]!;
 const MONTH_NAMES = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-/** A clock time in words: "3pm", "15:00", "3:30 pm", "19h", "noon", "midnight" → hours (15, 15.5, 12, 24). */
-function readClock(tokens: readonly string[], index: number): { hours: number; length: number } | null {
+/**
+ * A clock time in words: "3pm", "15:00", "3:30 pm", "19h", "noon",
+ * "midnight" → hours (15, 15.5, 12, 24). With `bare`, right after "at",
+ * "after", "between"…, a number alone is an hour too ("at 10"), marked
+ * `bare` because it does not say whether it is in the morning.
+ */
+function readClock(tokens: readonly string[], index: number, bare = false): { hours: number; length: number; bare?: boolean } | null {
   const word = tokens[index];
   if (!word) return null;
   if (word === 'noon' || word === 'midday') return { hours: 12, length: 1 };
@@ -122,8 +128,8 @@ function readClock(tokens: readonly string[], index: number): { hours: number; l
     suffix = after === 'oclock' ? 'h' : after;
     length++;
   }
-  // A bare number is no time ("Room 104", "Podcasting 101").
-  if (!suffix && minutes === null) return null;
+  // A bare number is no time ("Room 104", "Podcasting 101") unless a word before it makes it one ("at 10").
+  if (!suffix && minutes === null) return bare && hours >= 1 && hours <= 24 ? { hours, length, bare: true } : null;
   if (hours > 24 || (suffix !== undefined && suffix !== 'h' && hours > 12)) return null;
   if (suffix === 'pm' && hours < 12) hours += 12;
   if (suffix === 'am' && hours === 12) hours = 0;
@@ -212,12 +218,14 @@ export function readTimeWindow(
     const relation = word === 'after' || word === 'from' || word === 'since' ? 'after' : word === 'before' || word === 'until' || word === 'till' || word === 'by' ? 'before' : word === 'at' || word === 'around' ? 'at' : word === 'between' ? 'between' : null;
     const first = relation ? index + 1 : index;
     if (!free(first)) continue; // "Midnight Movie" is a title
-    const time = readClock(tokens, first);
+    const time = readClock(tokens, first, relation !== null);
     if (!time) continue;
+    if (time.bare) time.hours = bareHour(time.hours, part);
     const span = [...Array(time.length).keys()].map((offset) => first + offset);
     if (relation === 'between' || (relation === 'after' && /^(and|to|until|till)$/.test(tokens[first + time.length] ?? ''))) {
-      const second = readClock(tokens, first + time.length + 1);
+      const second = readClock(tokens, first + time.length + 1, true);
       if (second) {
+        if (second.bare) second.hours = bareHour(second.hours, part);
         let from = time.hours;
         const to = second.hours;
         if (from < 12 && to > 12 && to - from > 12) from += 12; // "between 2 and 4pm"
@@ -280,6 +288,18 @@ export function readTimeWindow(
     window = { label: dayLabel, overlaps: false, from: at(day, 0, timeZone), to: at(day, 24, timeZone) };
   }
   return { window, mode: mode === 'now' ? null : mode, used };
+}
+
+/**
+ * The hour a number alone means ("at 10", "after 9 tonight"): 12 to 24 say
+ * it; with a part of the day named, its half of the clock (2 at night is
+ * still 2 in the morning); else the hours a convention keeps, 8 to 11 in
+ * the morning and 1 to 7 in the afternoon and evening.
+ */
+function bareHour(hours: number, part: { from: number } | null): number {
+  if (hours >= 12) return hours;
+  if (part) return part.from >= 12 && hours >= NIGHT_ENDS_HOUR ? hours + 12 : hours;
+  return hours < 8 ? hours + 12 : hours;
 }
 
 function formatHour(hours: number): string {
