@@ -108,6 +108,22 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(wig).toContain('- **Wig Styling Workshop (Encore)** — Mon 16 Mar, 09:00–10:00 CDT · Room 110');
   });
 
+  it("lists the schedule's tracks and rooms, and tells the first or last event of a day", async () => {
+    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
+    const tracks = await ask('what tracks are there?');
+    expect(tracks).toMatch(/^The schedule has 12 tracks:\n\n- \*\*Anime\*\* — 12 events\n- \*\*Art & Craft\*\* — 14 events\n/);
+    expect(tracks).toContain('- **Tabletop** — 14 events');
+    expect(tracks).toMatch(/Ask "what's on in the Anime track today\?" for one of them\.$/);
+    const rooms = await ask('which rooms are there');
+    expect(rooms).toMatch(/^The schedule's events are in 17 places:\n\n- \*\*Artist Alley\*\* — 14 events\n/);
+    expect(rooms).toContain('- **Ballroom 3** — 1 event\n');
+    expect(await ask('when is the last panel today?')).toMatch(/^Last to start today:\n\n- \*\*Starfall Nights Dance\*\* — Sat 14 Mar, 21:00–02:00 CDT · Hall B {2}\n {2}With DJ Nebula/);
+    expect(await ask("what's the first thing tomorrow")).toMatch(/^First to start tomorrow:\n\n- \*\*Morning Yoga\*\* — Sun 15 Mar, 08:00–09:00 CDT · Pool Deck/);
+    // "First" in a title is still the title's.
+    expect(await ask("where's the first timers orientation")).toMatch(/^- \*\*First-Time Con-Goers Orientation\*\* — Sat 14 Mar, 10:00–11:00 CDT/);
+    expect(await ask("what's the last day of the con?")).toMatch(/^The convention ends \*\*Mon 16 Mar, 14:00 CDT\*\*/);
+  });
+
   it(`answers at least ${REQUIRED_SCORE * 100}% of ${QUESTIONS.questions.length} attendee questions with the right event`, async () => {
     const failures: string[] = [];
     for (const item of QUESTIONS.questions) {

@@ -66,6 +66,14 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
   if (!scheduleWords && !time.window && !time.mode && !relation && reading.passageTerms.length === 0) {
     return { text: OFFLINE_HELP, sources: [] };
   }
+  // "What tracks are there?", "which rooms are there?": the schedule's own names.
+  if (!scheduleWords && !time.window && !time.mode && !relation) {
+    const kind = reading.words.includes('tracks') ? 'tracks' : reading.words.some((word) => PLACE_WORDS.has(word)) ? 'rooms' : null;
+    if (kind) {
+      const answer = answerNames(context, kind);
+      if (answer) return answer;
+    }
+  }
 
   if (relation) {
     const answer = answerRelation(context, relation);
@@ -93,6 +101,18 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
     events = index.events.filter(filters.all);
     eventCoverage = events.length ? 1 : 0;
     listing = true;
+  }
+
+  // "When is the last panel today?": of a listing, the events that start first or last.
+  if (reading.asks.order && listing) {
+    const held = events.filter((event) => event.status !== 'cancelled');
+    if (held.length > 0) {
+      const starts = held.map((event) => event.start.getTime());
+      const wanted = reading.asks.order === 'first' ? Math.min(...starts) : Math.max(...starts);
+      const body = renderEvents(context, held.filter((event) => event.start.getTime() === wanted), { listing: true });
+      const scope = [placeLabel(context).trim(), time.window?.label ?? ''].filter(Boolean).join(' ');
+      return { text: `${reading.asks.order === 'first' ? 'First' : 'Last'} to start${scope ? ` ${scope}` : ''}:\n\n${body.text}`, sources: body.sources };
+    }
   }
 
   if (time.mode === 'now' && terms.length === 0) return answerNow(context, filters.place);
@@ -241,6 +261,28 @@ function answerRelation(context: Context, relation: NonNullable<QuestionReading[
   }
   const list = chosen.map((event) => eventLine(context, event, { compact: true })).join('\n');
   return { text: `${lead}\n\n${list}`, sources: [eventSource(anchor), ...chosen.map(eventSource)] };
+}
+
+/** Plural words for the places a schedule names ("which rooms are there?"). */
+const PLACE_WORDS = new Set(['rooms', 'stages', 'halls', 'venues', 'locations']);
+/** Names listed in full before "and N more". */
+const MAX_NAMES = 40;
+
+/** The schedule's tracks or rooms, each with how many events it has. */
+function answerNames(context: Context, kind: 'tracks' | 'rooms'): ComposedAnswer | null {
+  const counts = new Map<string, number>();
+  for (const event of context.index.events) {
+    const name = kind === 'tracks' ? event.track : event.room;
+    if (name && event.status !== 'cancelled') counts.set(name, (counts.get(name) ?? 0) + 1);
+  }
+  if (counts.size === 0) return null;
+  const names = [...counts].sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true }));
+  const lines = names.slice(0, MAX_NAMES).map(([name, count]) => `- **${name}** — ${count} ${count === 1 ? 'event' : 'events'}`);
+  if (names.length > MAX_NAMES) lines.push(`\n…and ${names.length - MAX_NAMES} more.`);
+  const lead = kind === 'tracks' ? `The schedule has ${names.length} tracks:` : `The schedule's events are in ${names.length} places:`;
+  const example = names[0]![0];
+  const hint = kind === 'tracks' ? `Ask "what's on in the ${example} track today?" for one of them.` : `Ask "what's on in ${example} today?" for one of them.`;
+  return { text: `${lead}\n\n${lines.join('\n')}\n\n${hint}`, sources: [] };
 }
 
 const CEREMONY = stem('ceremony');

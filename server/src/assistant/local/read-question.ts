@@ -32,6 +32,8 @@ export interface QuestionReading {
     who: boolean;
     /** "When does the con end?": the convention itself, when it starts, ends, or both. */
     convention: 'start' | 'end' | 'span' | null;
+    /** "When is the last panel today?": the first or last of what is listed. */
+    order: 'first' | 'last' | null;
   };
 }
 
@@ -48,9 +50,10 @@ const RELATION_WORDS: Record<string, 'after' | 'before'> = { after: 'after', fol
 const WEAK_STATUS_WORDS = new Set(['still', 'happening', 'off', 'change', 'move']);
 /** Words for the convention itself, and for its start and end ("when does the con open / wrap up?"). */
 const CONVENTION_WORDS = new Set(['con', 'cons', 'convention', 'fest', 'festival', 'expo']);
-const START_WORDS = new Set(['start', 'starts', 'started', 'starting', 'begin', 'begins', 'began', 'beginning', 'open', 'opens', 'opening', 'kick', 'kicks', 'commence', 'commences']);
-const END_WORDS = new Set(['end', 'ends', 'ended', 'ending', 'finish', 'finishes', 'close', 'closes', 'closing', 'over', 'wrap', 'wraps']);
+const START_WORDS = new Set(['start', 'starts', 'started', 'starting', 'begin', 'begins', 'began', 'beginning', 'open', 'opens', 'opening', 'kick', 'kicks', 'commence', 'commences', 'first']);
+const END_WORDS = new Set(['end', 'ends', 'ended', 'ending', 'finish', 'finishes', 'close', 'closes', 'closing', 'over', 'wrap', 'wraps', 'last', 'final']);
 const SPAN_WORDS = new Set(['when', 'whens', 'dates', 'days', 'long']);
+const ORDER_WORDS: Record<string, 'first' | 'last' | undefined> = { first: 'first', earliest: 'first', last: 'last', final: 'last' };
 const CANCEL_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation']);
 const MOVE_WORDS = new Set(['moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed']);
 const STATUS_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed', 'still', 'happening', 'off']);
@@ -89,6 +92,10 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
     if (anchor.length) relation = { kind: RELATION_WORDS[tokens[relationAt]!]!, terms: anchor };
   }
 
+  // "the last panel", "the first thing tomorrow": an order, not a word to search for.
+  const orderAt = tokens.findIndex((word, position) => ORDER_WORDS[word] && tokens[position - 1] === 'the' && !used.has(position));
+  if (orderAt !== -1) used.add(orderAt);
+
   const text = tokens.join(' ');
   const asks = {
     howLong: /\bhow long\b|\bduration\b|\blength\b|\bwhen does .* (end|finish)\b|\bhow many (hours|minutes)\b/.test(text),
@@ -97,6 +104,7 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
     statusAbout: tokens.some((word) => CANCEL_WORDS.has(word)) ? ('cancelled' as const) : tokens.some((word) => MOVE_WORDS.has(word)) ? ('moved' as const) : ('on' as const),
     who: tokens.includes('who') || tokens.includes('whos'),
     convention: conventionAsked(tokens),
+    order: orderAt === -1 ? null : ORDER_WORDS[tokens[orderAt]!]!,
   };
 
   // Phrases with synonyms of their own ("board game" → tabletop).
