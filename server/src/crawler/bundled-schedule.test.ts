@@ -73,11 +73,13 @@ describe('the offline assistant on the bundled sample schedule', () => {
     }
   });
 
-  it('knows the short and related names attendees use for a topic ("minis", "LGBT")', async () => {
+  it('knows the short and related names attendees use for a topic ("minis", "LGBT", "meet and greet")', async () => {
     const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
     expect(await ask('where do I learn to paint minis')).toMatch(/^- \*\*Miniature Painting Basics\*\*/);
     expect(await ask('LGBT meetup?')).toMatch(/^- \*\*LGBTQ\+ Fans Meetup\*\*/);
     expect(await ask('any queer panels?')).toContain('LGBTQ+ Fans Meetup');
+    // A guest named by first name only, through what they do rather than a title's words.
+    expect(await ask('is there a meet and greet with Aiko')).toMatch(/^- \*\*Autographs: Aiko Tanaka\*\*/);
   });
 
   it('reads an hour said without am or pm as a convention keeps its hours, and "this weekend" as no limit', async () => {

@@ -83,7 +83,7 @@ export const isFormatWord = (stemmed: string): boolean => FORMAT_STEMS.has(stemm
 
 /** Stems that mean the same to an attendee, so "signing" finds "Autographs" and "price" finds "cost". */
 const SYNONYM_GROUPS: string[][] = [
-  ['autograph', 'sign', 'signing', 'signature'],
+  ['autograph', 'sign', 'signing', 'signature', 'meet and greet'],
   ['photo', 'photograph', 'picture', 'photoshoot', 'pic'],
   ['film', 'movie', 'screening', 'cinema'],
   ['talk', 'lecture', 'presentation', 'panel'],
