@@ -73,13 +73,19 @@ describe('the offline assistant on the bundled sample schedule', () => {
     }
   });
 
-  it('knows the short and related names attendees use for a topic ("minis", "LGBT", "meet and greet")', async () => {
+  it('knows the short and related names attendees use for a topic ("minis", "LGBT", "meet and greet", "photo ops")', async () => {
     const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
     expect(await ask('where do I learn to paint minis')).toMatch(/^- \*\*Miniature Painting Basics\*\*/);
     expect(await ask('LGBT meetup?')).toMatch(/^- \*\*LGBTQ\+ Fans Meetup\*\*/);
     expect(await ask('any queer panels?')).toContain('LGBTQ+ Fans Meetup');
     // A guest named by first name only, through what they do rather than a title's words.
     expect(await ask('is there a meet and greet with Aiko')).toMatch(/^- \*\*Autographs: Aiko Tanaka\*\*/);
+    // Short words in the plural ("ops", "DJs"), which the stemmer leaves alone.
+    expect(await ask('where do the photo ops happen')).toMatch(/^- \*\*Photo Op: Juan Pérez\*\* — Fri 13 Mar, 16:00–17:00 CDT · Photo Studio/);
+    expect(await ask('any DJs tonight')).toMatch(/^- \*\*Starfall Nights Dance\*\*/);
+    // Asking for a recommendation is no topic; a bus is no training.
+    expect(await ask('recommend something for kids')).toMatch(/^- \*\*Kids Costume Craft Corner\*\*/);
+    expect(await ask("where's the bus")).toMatch(/^I couldn't find anything about “bus”/);
   });
 
   it('reads an hour said without am or pm as a convention keeps its hours, and "this weekend" as no limit', async () => {

@@ -59,7 +59,11 @@ const MOVE_WORDS = new Set(['moved', 'move', 'rescheduled', 'reschedule', 'postp
 const STATUS_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed', 'still', 'happening', 'off']);
 
 export function readQuestion(question: string, index: KnowledgeIndex, now: Date, timeZone: string): QuestionReading {
-  const tokens = spelledOut(words(joinAmpersands(question)));
+  // A short word in the plural that the knowledge only has in the singular ("photo ops", "DJs"): the stemmer leaves
+  // words of three letters alone, so the singular is taken here.
+  const tokens = spelledOut(words(joinAmpersands(question))).map((word) =>
+    word.length === 3 && word.endsWith('s') && !index.knows(word) && index.knows(word.slice(0, -1)) ? word.slice(0, -1) : word,
+  );
   const used = new Set<number>();
 
   // A time word inside an event's name ("Board Game Night", "Morning Yoga") is part of the name.

@@ -48,7 +48,8 @@ export const STOP_WORDS: ReadonlySet<string> = new Set([
   also just really very much many more most bit lot lots kind sort like maybe still else whether if
   happen happening happens going on thing things stuff event events activity activities program programme programming schedule scheduled
   con cons convention conventions expo festival fest attend attending see seeing catch looking look details detail
-  somewhere anywhere someplace anyplace
+  somewhere anywhere someplace anyplace recommend recommends recommended recommendation recommendations suggest suggests
+  suggested suggestion suggestions
   there's theres whats wheres whens whos hows
   time times today's yes no not dont doesnt isnt arent`.split(/\s+/),
 ].filter(Boolean));
@@ -113,7 +114,7 @@ const SYNONYM_GROUPS: string[][] = [
   ['rule', 'policy', 'allowed', 'permitted', 'banned', 'forbidden', 'prohibited'],
   ['pet', 'dog', 'animal'],
   ['hotel', 'room block', 'accommodation', 'stay', 'sleep'],
-  ['shuttle', 'bus', 'transport', 'transit', 'train', 'tram', 'metro', 'subway', 'underground', 'public transport', 'directions', 'get there', 'getting there'],
+  ['shuttle', 'bus', 'transport', 'transit', 'tram', 'metro', 'subway', 'underground', 'public transport', 'directions', 'get there', 'getting there'],
   ['volunteer', 'staff', 'helper'],
   ['refund', 'cancel', 'money back'],
   ['water', 'refill', 'fountain'],
