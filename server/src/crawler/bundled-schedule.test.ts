@@ -28,6 +28,7 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(outcome.kind).toBe('stored');
   });
   afterAll(() => ctx.close());
+  const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
 
   it('keeps the sample on its own weekend while "now" is in it, with 150+ events, 8+ tracks, 15+ rooms and 80+ speakers', async () => {
     const run = await ctx.deps.database.db.selectFrom('crawler_runs').selectAll().executeTakeFirstOrThrow();
@@ -49,7 +50,6 @@ describe('the offline assistant on the bundled sample schedule', () => {
   });
 
   it('tells when the convention itself starts and ends, with its opening or closing ceremony', async () => {
-    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
     // "Now" is Saturday afternoon: the first events (Friday 08:00) are behind, the last (Monday 14:00) ahead.
     const end = await ask('When does the con end?');
     expect(end).toMatch(/^The convention ends \*\*Mon 16 Mar, 14:00 CDT\*\*/);
@@ -74,7 +74,6 @@ describe('the offline assistant on the bundled sample schedule', () => {
   });
 
   it('knows the short and related names attendees use for a topic ("minis", "LGBT", "meet and greet", "photo ops")', async () => {
-    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
     expect(await ask('where do I learn to paint minis')).toMatch(/^- \*\*Miniature Painting Basics\*\*/);
     expect(await ask('LGBT meetup?')).toMatch(/^- \*\*LGBTQ\+ Fans Meetup\*\*/);
     expect(await ask('any queer panels?')).toContain('LGBTQ+ Fans Meetup');
@@ -89,7 +88,6 @@ describe('the offline assistant on the bundled sample schedule', () => {
   });
 
   it('reads an hour said without am or pm as a convention keeps its hours, and "this weekend" as no limit', async () => {
-    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
     const atTen = await ask("what's happening at 10 tomorrow");
     expect(atTen).toContain('- **Pixel Art Masterclass** — Sun 15 Mar, 10:00–11:00 CDT · Gaming Hall');
     expect(atTen).not.toMatch(/Sun 15 Mar, 22:00|Sat 14 Mar/);
@@ -105,7 +103,6 @@ describe('the offline assistant on the bundled sample schedule', () => {
   });
 
   it('answers whether an event is cancelled, moved or still on as the question asks it', async () => {
-    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
     expect(await ask('is the costume contest cancelled?')).toMatch(/^No, \*\*Costume Contest\*\* has not been cancelled\.\n- \*\*Costume Contest\*\* — Sat 14 Mar, 19:00/);
     expect(await ask('has the costume contest been moved?')).toMatch(/^No, \*\*Costume Contest\*\* has not moved\./);
     expect(await ask('is the costume contest still on?')).toMatch(/^Yes, \*\*Costume Contest\*\* is still on\./);
@@ -117,7 +114,6 @@ describe('the offline assistant on the bundled sample schedule', () => {
   });
 
   it("lists the schedule's tracks and rooms, and tells the first or last event of a day", async () => {
-    const ask = async (question: string) => (await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question)).answer.text;
     const tracks = await ask('what tracks are there?');
     expect(tracks).toMatch(/^The schedule has 12 tracks:\n\n- \*\*Anime\*\* — 12 events\n- \*\*Art & Craft\*\* — 14 events\n/);
     expect(tracks).toContain('- **Tabletop** — 14 events');
