@@ -43,9 +43,9 @@ describe('the offline assistant on the bundled sample schedule', () => {
 
   it('leads with the event whose whole title the question names, in its words or in others meaning the same', async () => {
     for (const question of ['When is the costume contest?', 'When is the cosplay contest?', 'When are the costume contests?']) {
-      const { answer } = await ctx.deps.assistant.ask({ sessionId: 'questions' }, null, question);
-      expect(answer.text.split('\n')[0], question).toMatch(/^- \*\*Costume Contest\*\* — Sat 14 Mar, 19:00/);
-      expect(answer.text, question).toContain('Costume Contest Prejudging');
+      const answer = await ask(question);
+      expect(answer.split('\n')[0], question).toMatch(/^- \*\*Costume Contest\*\* — Sat 14 Mar, 19:00/);
+      expect(answer, question).toContain('Costume Contest Prejudging');
     }
   });
 

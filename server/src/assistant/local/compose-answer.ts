@@ -57,17 +57,19 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
   const reading = readQuestion(question, index, now, timeZone);
   const context: Context = { index, reading, now, timeZone, format: timeFormat(timeZone) };
   const { time, rooms, guests, tracks, relation } = reading;
+  const scheduleWords = reading.terms.length > 0 || rooms.length > 0 || guests.length > 0 || tracks.length > 0;
+  /** No event, place, person or time is named. */
+  const nothingNamed = !scheduleWords && !time.window && !time.mode && !relation;
   // "When does the con end?": nothing but the convention itself is named.
-  if (reading.asks.convention && reading.terms.length === 0 && !rooms.length && !guests.length && !tracks.length && !relation && !time.window && !time.mode) {
+  if (nothingNamed && reading.asks.convention) {
     const answer = answerConvention(context, reading.asks.convention);
     if (answer) return answer;
   }
-  const scheduleWords = reading.terms.length > 0 || rooms.length > 0 || guests.length > 0 || tracks.length > 0;
-  if (!scheduleWords && !time.window && !time.mode && !relation && reading.passageTerms.length === 0) {
+  if (nothingNamed && reading.passageTerms.length === 0) {
     return { text: OFFLINE_HELP, sources: [] };
   }
   // "What tracks are there?", "which rooms are there?": the schedule's own names.
-  if (!scheduleWords && !time.window && !time.mode && !relation) {
+  if (nothingNamed) {
     const kind = reading.words.includes('tracks') ? 'tracks' : reading.words.some((word) => PLACE_WORDS.has(word)) ? 'rooms' : null;
     if (kind) {
       const answer = answerNames(context, kind);

@@ -56,7 +56,7 @@ const SPAN_WORDS = new Set(['when', 'whens', 'dates', 'days', 'long']);
 const ORDER_WORDS: Record<string, 'first' | 'last' | undefined> = { first: 'first', earliest: 'first', last: 'last', final: 'last' };
 const CANCEL_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation']);
 const MOVE_WORDS = new Set(['moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed']);
-const STATUS_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed', 'still', 'happening', 'off']);
+const STATUS_WORDS = new Set([...CANCEL_WORDS, ...MOVE_WORDS, 'still', 'happening', 'off']);
 
 export function readQuestion(question: string, index: KnowledgeIndex, now: Date, timeZone: string): QuestionReading {
   // A short word in the plural that the knowledge only has in the singular ("photo ops", "DJs"): the stemmer leaves
