@@ -82,9 +82,17 @@ describe('the offline assistant on the bundled sample schedule', () => {
     // Short words in the plural ("ops", "DJs"), which the stemmer leaves alone.
     expect(await ask('where do the photo ops happen')).toMatch(/^- \*\*Photo Op: Juan Pérez\*\* — Fri 13 Mar, 16:00–17:00 CDT · Photo Studio/);
     expect(await ask('any DJs tonight')).toMatch(/^- \*\*Starfall Nights Dance\*\*/);
+    // Beside a topic, the kind of event asked for weighs less: an armor session answers "armor workshops".
+    expect(await ask('any armor making workshops?')).toMatch(/^- \*\*Worbla and Foam: Armor Basics\*\*/);
     // Asking for a recommendation is no topic; a bus is no training.
     expect(await ask('recommend something for kids')).toMatch(/^- \*\*Kids Costume Craft Corner\*\*/);
     expect(await ask("where's the bus")).toMatch(/^I couldn't find anything about “bus”/);
+    // A dog is a pet, and an animal no anime ("anime" and "animal" share the stemmer's "anim").
+    for (const question of ['can I bring my dog?', 'are animals allowed?']) {
+      const pets = await ask(question);
+      expect(pets, question).toMatch(/^- \*\*Pet Costume Parade\*\*/);
+      expect(pets, question).not.toContain('Anime');
+    }
   });
 
   it('reads an hour said without am or pm as a convention keeps its hours, and "this weekend" as no limit', async () => {
@@ -107,10 +115,60 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(await ask('has the costume contest been moved?')).toMatch(/^No, \*\*Costume Contest\*\* has not moved\./);
     expect(await ask('is the costume contest still on?')).toMatch(/^Yes, \*\*Costume Contest\*\* is still on\./);
     expect(await ask('is the legacy games panel cancelled?')).toMatch(/^\*\*Legacy Games Explained\*\* has been cancelled\./);
+    // A move the feed notes is said, whichever way the question asks.
+    expect(await ask('is the anime trivia showdown still on?')).toMatch(/^Yes, \*\*Anime Trivia Showdown\*\* is still on, but it has moved\.\n- \*\*Anime Trivia Showdown\*\* — Sat 14 Mar, 15:00–16:00 CDT · Hall C — _moved \(was Hall A\)_/);
+    expect(await ask('has anime trivia been cancelled?')).toMatch(/^No, \*\*Anime Trivia Showdown\*\* has not been cancelled, but it has moved\./);
+    expect(await ask('has the anime trivia showdown moved?')).toMatch(/^Yes, \*\*Anime Trivia Showdown\*\* has moved\./);
     // Over already, with an encore to come: said, and the encore listed.
     const wig = await ask('is the wig workshop still on?');
     expect(wig).toMatch(/^\*\*Wig Styling Workshop\*\* already happened\./);
     expect(wig).toContain('- **Wig Styling Workshop (Encore)** — Mon 16 Mar, 09:00–10:00 CDT · Room 110');
+  });
+
+  it("lists the schedule's changes: what got cancelled or moved, within a room, a guest or a day", async () => {
+    const cancelled =
+      'Cancelled:\n\n' +
+      '- **Fan Podcasting 101** — Sat 14 Mar, 11:00–11:45 CDT · Room 103 — **Cancelled**\n' +
+      '- **Esports for Beginners** — Sat 14 Mar, 12:00–13:00 CDT · Gaming Hall — **Cancelled**\n' +
+      '- **Legacy Games Explained** — Sat 14 Mar, 12:00–13:00 CDT · Room 108 — **Cancelled**';
+    for (const question of ['what got cancelled?', 'which events were cancelled?', 'any cancellations?']) expect(await ask(question), question).toBe(cancelled);
+    // The sample's feed notes its moves in the descriptions ("MOVED to Hall C (was Hall A). …").
+    const moved =
+      'Moved:\n\n' +
+      '- **Worbla and Foam: Armor Basics** — Fri 13 Mar, 13:00–13:45 CDT · Room 105 — _already happened_ — _moved (was Room 110)_\n' +
+      '- **Writing Believable Magic Systems** — Sat 14 Mar, 09:00–09:45 CDT · Ballroom 3 — _already happened_ — _moved (was Room 106)_\n' +
+      '- **Anime Trivia Showdown** — Sat 14 Mar, 15:00–16:00 CDT · Hall C — _moved (was Hall A)_';
+    expect(await ask('has anything moved?')).toBe(moved);
+    expect(await ask('any schedule changes?')).toBe(`${cancelled}\n\n${moved}`);
+    expect(await ask('has anything been moved on Sunday?')).toBe('Nothing on Sunday has moved: every event is on as the schedule lists it.');
+    expect(await ask('any cancellations in the gaming hall?')).toMatch(/^Cancelled in Gaming Hall:\n\n- \*\*Esports for Beginners\*\* — Sat 14 Mar, 12:00–13:00 CDT · Gaming Hall — \*\*Cancelled\*\* {2}\n/);
+    expect(await ask('anything cancelled tomorrow?')).toBe('Nothing tomorrow has been cancelled: every event is on as the schedule lists it.');
+    // Asked of one event, the answer is about that event.
+    expect(await ask('any changes to the lip sync battle?')).toMatch(/^No, \*\*Lip Sync Battle\*\* has not changed\.\n- \*\*Lip Sync Battle\*\*/);
+  });
+
+  it("lists the guests an event's title names, with their next event, for the convention or a day", async () => {
+    const guests = await ask('who are the guests of honor?');
+    expect(guests).toMatch(/^The schedule's guests:\n\n- \*\*Aiko Tanaka\*\* — 4 events; next: Photo Op: Aiko Tanaka, Sat 14 Mar, 16:00 CDT\n/);
+    expect(guests.match(/^- \*\*/gm)).toHaveLength(8);
+    expect(guests).toContain('- **Juan Pérez** — 7 events; next: Costume Contest, Sat 14 Mar, 19:00 CDT');
+    expect(guests).not.toContain('DJ Nebula');
+    expect(guests).toMatch(/Ask "when is Aiko Tanaka on\?" for all of one guest's events\.$/);
+    expect(await ask('which guests are here on sunday?')).toMatch(/^The schedule's guests on Sunday:\n\n- \*\*Aiko Tanaka\*\* — 1 event; next: Spotlight: Aiko Tanaka, Sun 15 Mar, 13:00 CDT\n/);
+    // One guest named is that guest's events; a "guest room" is no list of guests.
+    expect(await ask('when is Aiko Tanaka on?')).toMatch(/^- \*\*Opening Ceremony\*\*/);
+    expect(await ask('is there a guest room?')).not.toContain("The schedule's guests");
+  });
+
+  it('looks as far ahead as "the next hour" or "the next 30 minutes" says', async () => {
+    // "Now" is 15:00: four events start at 16:00, the Anime Music Video Showcase at 17:00.
+    const hour = await ask('anything good in the next hour?');
+    expect(hour).toMatch(/^Starting in the next hour:\n\n- \*\*Chiptune Live Set \(Encore\)\*\* — Sat 14 Mar, 16:00–17:00 CDT · Hall B\n/);
+    expect(hour).not.toContain('Anime Music Video Showcase');
+    expect(await ask('what starts in the next couple of hours in Hall B?')).toMatch(
+      /^Starting in the next 2 hours in Hall B:\n\n- \*\*Chiptune Live Set \(Encore\)\*\*[^]*\n- \*\*Anime Music Video Showcase\*\* — Sat 14 Mar, 17:00–18:30 CDT · Hall B/,
+    );
+    expect(await ask("what's on in the next 30 mins?")).toMatch(/^Nothing starts in the next 30 minutes\. Next up:\n\n- \*\*Chiptune Live Set \(Encore\)\*\* — Sat 14 Mar, 16:00/);
   });
 
   it("lists the schedule's tracks and rooms, and tells the first or last event of a day", async () => {

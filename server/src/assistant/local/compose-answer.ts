@@ -26,6 +26,8 @@ const MAX_CONSIDERED = 400;
 /** A word matched through a synonym covers this share of its weight. */
 const SYNONYM_COVERAGE = 0.85;
 const FUZZY_COVERAGE = 0.7;
+/** With nothing of the kind on the topic, the weight of a word for the kind of event ("workshop") beside the topic. */
+const FORMAT_BESIDE_TOPIC_WEIGHT = 0.5;
 
 export const OFFLINE_HELP =
   "I'm the convention's offline assistant: I answer from the schedule and the convention's own files. Ask me about a panel, a guest, a room or a time — for example \"What's on in Hall B tonight?\" or \"When is the costume contest?\"";
@@ -81,6 +83,15 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
     const answer = answerRelation(context, relation);
     if (answer) return answer;
   }
+
+  // "Who are the guests of honour?": the guests the schedule features, with what they do next.
+  if (asksForGuests(reading)) {
+    const answer = answerGuests(context);
+    if (answer) return answer;
+  }
+
+  // "What got cancelled?", "any changes in Hall B today?": the schedule's changes, nothing else named.
+  if (reading.asks.changes && reading.terms.length === 0) return answerChanges(context, reading.asks.statusAbout);
 
   // What the schedule says.
   const filters = scheduleFilters(context);
@@ -182,14 +193,16 @@ function weighted(terms: QueryTerm[]): WeightedTerm[] {
  * how rare it is, so "How long is the Mothra screening?" needs "mothra"),
  * best first, an event whose whole title the question names before others.
  */
-function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[], terms: QueryTerm[], among: 'events' | 'passages') {
+function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[], terms: QueryTerm[], among: 'events' | 'passages', formatWeight = 1): (Hit<T> & { coverage: number })[] {
   const { index } = context;
   // "Is there a cooking demo?": when a question says what about ("cooking"), a match on its words for
   // the kind of event alone ("demo") answers nothing; a question about a kind alone ("any quizzes?") is answered by it.
   const topics = terms.filter((term) => !isFormatWord(term.stem));
   // A word the knowledge never uses weighs by how rare it is in everyday English ("phone" little, "quidditch" fully).
-  const weights = terms.map((term) =>
-    index.knows(term.stem) || term.also.some((other) => index.knows(other)) ? index.weight(term.stem, among, term.also) : maxWeight(index, among) * generalRarity(term.stem),
+  const weights = terms.map(
+    (term) =>
+      (index.knows(term.stem) || term.also.some((other) => index.knows(other)) ? index.weight(term.stem, among, term.also) : maxWeight(index, among) * generalRarity(term.stem)) *
+      (topics.includes(term) ? 1 : formatWeight),
   );
   const total = weights.reduce((sum, weight) => sum + weight, 0) || 1;
   const questionWords = new Set(context.reading.words);
@@ -222,6 +235,9 @@ function rank<T extends ScheduleItem | Passage>(context: Context, hits: Hit<T>[]
   // Sentences asked of the files carry more incidental words than questions about an event.
   const minimum = among === 'passages' ? MIN_PASSAGE_COVERAGE : MIN_COVERAGE;
   const eligible = scored.filter((hit) => hit.coverage >= minimum - 1e-9);
+  // Nothing of the kind asked about on the topic: what is on the topic, of any kind ("any armor workshops?" → an armor session).
+  const kinds = terms.length - topics.length;
+  if (eligible.length === 0 && formatWeight === 1 && kinds > 0 && topics.length > 0 && among === 'events') return rank(context, hits, terms, among, FORMAT_BESIDE_TOPIC_WEIGHT);
   if (eligible.length === 0) return [];
   const bestCoverage = Math.max(...eligible.map((hit) => hit.coverage));
   const close = eligible.filter((hit) => hit.coverage >= bestCoverage - COVERAGE_SPREAD);
@@ -267,6 +283,7 @@ function answerRelation(context: Context, relation: NonNullable<QuestionReading[
 
 /** Plural words for the places a schedule names ("which rooms are there?"). */
 const PLACE_WORDS = new Set(['rooms', 'stages', 'halls', 'venues', 'locations']);
+const SINGLE_PLACE_WORDS = new Set(['room', 'stage', 'hall', 'venue', 'location', 'area', 'place', 'spot']);
 /** Names listed in full before "and N more". */
 const MAX_NAMES = 40;
 
@@ -285,6 +302,97 @@ function answerNames(context: Context, kind: 'tracks' | 'rooms'): ComposedAnswer
   const example = names[0]![0];
   const hint = kind === 'tracks' ? `Ask "what's on in the ${example} track today?" for one of them.` : `Ask "what's on in ${example} today?" for one of them.`;
   return { text: `${lead}\n\n${lines.join('\n')}\n\n${hint}`, sources: [] };
+}
+
+/** Words of a question about the convention's guests as a whole ("who are the special guests of honour?"). */
+const GUEST_STEMS = new Set(['guest', 'goh', 'celebrity', 'celebrities'].map(stem));
+const GUEST_QUALIFIER_STEMS = new Set(['honor', 'honour', 'honored', 'honoured', 'special', 'featured', 'celebrity', 'celebrities', 'vip', 'famous'].map(stem));
+
+function asksForGuests(reading: QuestionReading): boolean {
+  const { terms, guests, rooms, tracks, relation, time } = reading;
+  if (guests.length || rooms.length || tracks.length || relation || time.mode) return false;
+  // The guests as a whole: "guests", or one "guest of honour"; "is there a guest room?" is about a room.
+  const whole = reading.words.some((word) => word === 'guests' || word === 'gohs' || word === 'celebrities') || terms.some((term) => GUEST_QUALIFIER_STEMS.has(term.stem));
+  const aPlace = reading.words.some((word) => PLACE_WORDS.has(word) || SINGLE_PLACE_WORDS.has(word));
+  return whole && !aPlace && terms.some((term) => GUEST_STEMS.has(term.stem)) && terms.every((term) => GUEST_STEMS.has(term.stem) || GUEST_QUALIFIER_STEMS.has(term.stem));
+}
+
+/**
+ * The guests the schedule features — the people an event's title names
+ * ("Spotlight: Mira Okafor", "Story Time with Aiko Tanaka"), else everyone
+ * on its events, busiest first — each with how many events they have
+ * (within the time asked about) and their next one.
+ */
+function answerGuests(context: Context): ComposedAnswer | null {
+  const { index, now, format } = context;
+  const filters = scheduleFilters(context);
+  const held = index.events.filter((event) => event.status !== 'cancelled' && filters.all(event));
+  const eventsOf = new Map<string, ScheduleItem[]>();
+  for (const event of held) for (const speaker of event.speakers) eventsOf.set(speaker, [...(eventsOf.get(speaker) ?? []), event]);
+  const featured = [...eventsOf.keys()].filter((name) => {
+    const folded = words(name).join(' ');
+    return folded.includes(' ') && held.some((event) => event.foldedTitle.includes(folded));
+  });
+  const names = featured.length ? featured.sort((a, b) => a.localeCompare(b)) : [...eventsOf.keys()].sort((a, b) => eventsOf.get(b)!.length - eventsOf.get(a)!.length || a.localeCompare(b));
+  if (names.length === 0) return null;
+  const scope = context.reading.time.window ? ` ${context.reading.time.window.label}` : '';
+  const lines = names.slice(0, MAX_NAMES).map((name) => {
+    const events = eventsOf.get(name)!;
+    const next = events.find((event) => event.start > now);
+    const count = `${events.length} ${events.length === 1 ? 'event' : 'events'}`;
+    return `- **${name}** — ${count}${next ? `; next: ${next.title}, ${format.when(next.start)}` : ''}`;
+  });
+  if (names.length > MAX_NAMES) lines.push(`\n…and ${names.length - MAX_NAMES} more.`);
+  const lead = featured.length ? `The schedule's guests${scope}:` : `The people on the schedule${scope}, busiest first:`;
+  return { text: `${lead}\n\n${lines.join('\n')}\n\nAsk "when is ${names[0]} on?" for all of one guest's events.`, sources: [] };
+}
+
+/** A feed's own note that an event moved, at the start of its description: "MOVED to Hall C (was Hall A). …". */
+const MOVED_NOTE = /^\s*(?:moved|rescheduled|relocated|room change|time change|new (?:time|room))\b[^.(]*(?:\(was ([^)]+)\))?/i;
+
+/**
+ * How an event moved, as the crawler recorded it (where and when it was)
+ * or as the feed's own note says: "moved (was Sat 14 Mar, 10:00 CDT)"; null
+ * when it has not (or is cancelled).
+ */
+function movedNote(format: TimeFormat, event: ScheduleItem): string | null {
+  if (event.status === 'cancelled') return null;
+  if (event.change?.kind === 'moved_time' || event.change?.kind === 'moved_room') {
+    const was = [event.change.wasStart ? format.when(event.change.wasStart) : '', event.change.wasRoom ? `in ${event.change.wasRoom}` : ''].filter(Boolean).join(' ');
+    return `moved${was ? ` (was ${was})` : ''}`;
+  }
+  const note = MOVED_NOTE.exec(event.description);
+  if (!note) return null;
+  return `moved${note[1] ? ` (was ${note[1].trim()})` : ''}`;
+}
+
+/**
+ * The schedule's changes within what the question names (a room, a guest,
+ * a time): the events cancelled, the ones moved (with where and when they
+ * were) and, asked about changes in general, the ones added since the
+ * schedule before.
+ */
+function answerChanges(context: Context, about: QuestionReading['asks']['statusAbout']): ComposedAnswer {
+  const filters = scheduleFilters(context);
+  const scope = [placeLabel(context).trim(), context.reading.time.window?.label ?? ''].filter(Boolean).join(' ');
+  const within = context.index.events.filter(filters.all);
+  const groups: { heading: string; events: ScheduleItem[] }[] = [];
+  if (about !== 'moved') groups.push({ heading: 'Cancelled', events: within.filter((event) => event.status === 'cancelled') });
+  if (about !== 'cancelled') groups.push({ heading: 'Moved', events: within.filter((event) => movedNote(context.format, event) !== null) });
+  if (about === 'changed') groups.push({ heading: 'Added', events: within.filter((event) => event.status !== 'cancelled' && event.change?.kind === 'added') });
+  const found = groups.filter((group) => group.events.length > 0);
+  if (found.length === 0) {
+    const what = about === 'cancelled' ? 'has been cancelled' : about === 'moved' ? 'has moved' : 'has been cancelled or moved';
+    return { text: `Nothing${scope ? ` ${scope}` : ''} ${what}: every event is on as the schedule lists it.`, sources: [] };
+  }
+  const sections: string[] = [];
+  const sources: Source[] = [];
+  for (const group of found) {
+    const body = renderEvents(context, group.events, { listing: true });
+    sections.push(`${group.heading}${scope ? ` ${scope}` : ''}:\n\n${body.text}`);
+    sources.push(...body.sources);
+  }
+  return { text: sections.join('\n\n'), sources };
 }
 
 const CEREMONY = stem('ceremony');
@@ -363,10 +471,15 @@ function answerNext(context: Context, matching: ScheduleItem[], narrowed: boolea
     if (context.reading.terms.length > 0) return notFound(context, context.reading.terms, scheduleFilters(context), 'coming up');
     return { text: `Nothing more is scheduled${where}.`, sources: [] };
   }
-  const soon = narrowed ? upcoming : upcoming.filter((event) => event.start.getTime() <= now.getTime() + NEXT_HOURS * 3_600_000);
+  // "In the next hour" sets how far ahead to look; without it, a question that names nothing looks NEXT_HOURS ahead.
+  const horizon = context.reading.time.horizon;
+  const ahead = horizon ? horizon.minutes * 60_000 : narrowed ? Number.POSITIVE_INFINITY : NEXT_HOURS * 3_600_000;
+  const soon = upcoming.filter((event) => event.start.getTime() <= now.getTime() + ahead);
   const shown = soon.length ? soon : upcoming.filter((event) => event.start.getTime() === upcoming[0]!.start.getTime());
   const body = renderEvents(context, shown, { listing: true });
-  const lead = soon.length && !narrowed ? `Starting in the next ${NEXT_HOURS} hours${where}:` : `Coming up${where}:`;
+  const within = horizon?.label ?? `in the next ${NEXT_HOURS} hours`;
+  const lead =
+    soon.length === 0 && horizon ? `Nothing${where} starts ${within}. Next up:` : soon.length && (horizon || !narrowed) ? `Starting ${within}${where}:` : `Coming up${where}:`;
   return { text: `${lead}\n\n${body.text}`, sources: body.sources };
 }
 
@@ -412,22 +525,36 @@ function renderEvents(context: Context, events: ScheduleItem[], options: { listi
   const shown = ordered.slice(0, MAX_LISTED);
   const detailed = shown.length <= DETAILED_UP_TO;
   const lines: string[] = [];
-  const { reading, now } = context;
   // One event asked about by name: say plainly what became of it.
   if (!options.listing && shown.length >= 1) {
-    const first = shown[0]!;
-    if (first.status === 'cancelled') lines.push(`**${first.title}** has been cancelled.`);
-    // Said of the event asked about when every one listed is over, or when the question asks whether it is still on.
-    else if (endOf(first) <= now && (reading.asks.status || shown.every((event) => endOf(event) <= now))) lines.push(`**${first.title}** already happened.`);
-    else if (reading.asks.status && first.change && (first.change.kind === 'moved_time' || first.change.kind === 'moved_room')) lines.push(`**${first.title}** has moved.`);
-    else if (reading.asks.status && reading.asks.statusAbout === 'cancelled') lines.push(`No, **${first.title}** has not been cancelled.`);
-    else if (reading.asks.status && reading.asks.statusAbout === 'moved') lines.push(`No, **${first.title}** has not moved.`);
-    else if (reading.asks.status) lines.push(`Yes, **${first.title}** is still on.`);
+    const lead = statusLead(context, shown[0]!, shown);
+    if (lead) lines.push(lead);
   }
   for (const event of shown) lines.push(eventLine(context, event, { compact: !detailed, until: options.until }));
   const more = ordered.length - shown.length;
   if (more > 0) lines.push(`\n…and ${more} more — ask about a day, a time or a room to narrow it down.`);
   return { text: lines.join('\n'), sources: shown.map(eventSource) };
+}
+
+/**
+ * What became of the event asked about, in the question's terms: cancelled,
+ * over (when every one listed is, or the question asks whether it is still
+ * on), moved, or — asked — not cancelled, not moved, still on.
+ */
+function statusLead({ reading, now, format }: Context, first: ScheduleItem, shown: ScheduleItem[]): string | null {
+  const title = `**${first.title}**`;
+  const { status, statusAbout } = reading.asks;
+  if (first.status === 'cancelled') return `${title} has been cancelled.`;
+  if (endOf(first) <= now && (status || shown.every((event) => endOf(event) <= now))) return `${title} already happened.`;
+  if (!status) return null;
+  if (movedNote(format, first)) {
+    if (statusAbout === 'on') return `Yes, ${title} is still on, but it has moved.`;
+    return statusAbout === 'cancelled' ? `No, ${title} has not been cancelled, but it has moved.` : `Yes, ${title} has moved.`;
+  }
+  if (statusAbout === 'cancelled') return `No, ${title} has not been cancelled.`;
+  if (statusAbout === 'moved') return `No, ${title} has not moved.`;
+  if (statusAbout === 'changed') return `No, ${title} has not changed.`;
+  return `Yes, ${title} is still on.`;
 }
 
 /** Keeps ranking order, but puts the other sessions of the same title right after the first, in time order. */
@@ -449,10 +576,8 @@ function eventLine(context: Context, event: ScheduleItem, options: { compact: bo
   let status = '';
   if (event.status === 'cancelled') status = ' — **Cancelled**';
   else if (endOf(event) <= now) status = ' — _already happened_';
-  if (event.change && event.status !== 'cancelled' && (event.change.kind === 'moved_time' || event.change.kind === 'moved_room')) {
-    const was = [event.change.wasStart ? format.when(event.change.wasStart) : '', event.change.wasRoom ? `in ${event.change.wasRoom}` : ''].filter(Boolean).join(' ');
-    status += ` — _moved${was ? ` (was ${was})` : ''}_`;
-  }
+  const moved = movedNote(format, event);
+  if (moved) status += ` — _${moved}_`;
   const line = [`- **${event.title}** — ${span}${facts.length ? ` · ${facts.join(' · ')}` : ''}${status}`];
   const showPeople = event.speakers.length > 0 && (!options.compact || reading.asks.who || reading.guests.length > 0);
   const extras: string[] = [];

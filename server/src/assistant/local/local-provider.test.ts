@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PROVIDER_LOG_TABLE } from '../../db/schema/assistant.ts';
 import { createTestContext, manualClock, type TestContext } from '../../test-support/test-context.ts';
 import { AssistantService } from '../assistant.service.ts';
-import { eventMarker, timezoneMarker } from '../knowledge-format.ts';
+import { changeMarker, eventMarker, timezoneMarker } from '../knowledge-format.ts';
 import { LocalProvider } from './local-provider.ts';
 
 const ZONE = 'America/Chicago';
@@ -175,6 +175,27 @@ describe('the offline (local) assistant', () => {
     const log = await ctx.deps.database.db.selectFrom('openai_list_messages_logs').selectAll().executeTakeFirstOrThrow();
     expect(JSON.parse(log.response_body!)).toMatchObject({ role: 'assistant' });
     expect(log.error).toBeNull();
+  });
+
+  it("lists the schedule's changes as the crawler records them: moved (with where and when it was) and added", async () => {
+    const changes = [
+      '## Recent changes',
+      '',
+      `- Moved: Filk Circle now Fri 13 Mar 22:00 in Room 104 (was Fri 13 Mar 20:00 in Room 104) ${changeMarker({ kind: 'moved_time', uid: 'uid:filk-circle', wasStart: at('2026-03-13T20:00:00').toISOString() })}`,
+      `- Moved: Retro Gaming Tournament now Fri 13 Mar 17:30 in Gaming Hall (was Fri 13 Mar 17:30 in Hall C) ${changeMarker({ kind: 'moved_room', uid: 'uid:retro-gaming-tournament', wasRoom: 'Hall C' })}`,
+      `- Added: Hall B Karaoke, Sat 14 Mar 20:00 in Hall B ${changeMarker({ kind: 'added', uid: 'uid:hall-b-karaoke' })}`,
+      '',
+    ].join('\n');
+    await assistant.uploadFile({ filename: 'schedule.md', data: Buffer.from(SCHEDULE.replace('## Friday 13 March', `${changes}\n## Friday 13 March`)) });
+    const moved = (await ask('what has been moved?')).answer.text;
+    expect(moved).toMatch(/^Moved:\n\n- \*\*Retro Gaming Tournament\*\* — Fri 13 Mar, 17:30–19:00 CDT · Gaming Hall — _moved \(was in Hall C\)_ {2}\n/);
+    expect(moved).toContain('- **Filk Circle** — Fri 13 Mar, 22:00–23:30 CDT · Room 104 — _moved (was Fri 13 Mar, 20:00 CDT)_');
+    expect(moved).not.toContain('Karaoke');
+    const all = (await ask('any schedule changes?')).answer.text;
+    expect(all).toMatch(/^Moved:\n\n- \*\*Retro Gaming Tournament\*\*[^]*\n\nAdded:\n\n- \*\*Hall B Karaoke\*\* — Sat 14 Mar, 20:00 CDT · Hall B/);
+    expect(all).not.toContain('Cancelled');
+    expect((await ask('anything moved tonight?')).answer.text).toMatch(/^Moved tonight:\n\n- \*\*Filk Circle\*\*/);
+    expect((await ask('what got cancelled?')).answer.text).toBe('Nothing has been cancelled: every event is on as the schedule lists it.');
   });
 
   it('replaces a file uploaded again under the same name', async () => {

@@ -27,8 +27,10 @@ export interface QuestionReading {
   asks: {
     howLong: boolean;
     status: boolean;
-    /** With `status`, what the question fears ("is X cancelled?", "has X moved?") or only whether it is on. */
-    statusAbout: 'cancelled' | 'moved' | 'on';
+    /** With `status`, what the question fears ("is X cancelled?", "has X moved?", "any changes to X?") or only whether it is on. */
+    statusAbout: 'cancelled' | 'moved' | 'changed' | 'on';
+    /** "What got cancelled?", "any schedule changes?": asks about the schedule's changes, in the words of a done change. */
+    changes: boolean;
     who: boolean;
     /** "When does the con end?": the convention itself, when it starts, ends, or both. */
     convention: 'start' | 'end' | 'span' | null;
@@ -54,9 +56,12 @@ const START_WORDS = new Set(['start', 'starts', 'started', 'starting', 'begin', 
 const END_WORDS = new Set(['end', 'ends', 'ended', 'ending', 'finish', 'finishes', 'close', 'closes', 'closing', 'over', 'wrap', 'wraps', 'last', 'final']);
 const SPAN_WORDS = new Set(['when', 'whens', 'dates', 'days', 'long']);
 const ORDER_WORDS: Record<string, 'first' | 'last' | undefined> = { first: 'first', earliest: 'first', last: 'last', final: 'last' };
-const CANCEL_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation']);
-const MOVE_WORDS = new Set(['moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'changed', 'change', 'delayed']);
-const STATUS_WORDS = new Set([...CANCEL_WORDS, ...MOVE_WORDS, 'still', 'happening', 'off']);
+const CANCEL_WORDS = new Set(['cancelled', 'canceled', 'cancel', 'cancellation', 'cancellations', 'cancelations']);
+const MOVE_WORDS = new Set(['moved', 'move', 'rescheduled', 'reschedule', 'postponed', 'delayed', 'relocated']);
+const CHANGE_WORDS = new Set(['changed', 'change', 'changes']);
+const STATUS_WORDS = new Set([...CANCEL_WORDS, ...MOVE_WORDS, ...CHANGE_WORDS, 'still', 'happening', 'off']);
+/** A change done, not one to make: "what got cancelled?" asks about the schedule, "how do I cancel?" does not. */
+const CHANGE_DONE_WORDS = new Set(['cancelled', 'canceled', 'cancellations', 'cancelations', 'moved', 'rescheduled', 'postponed', 'delayed', 'relocated', 'changed', 'changes']);
 
 export function readQuestion(question: string, index: KnowledgeIndex, now: Date, timeZone: string): QuestionReading {
   // A short word in the plural that the knowledge only has in the singular ("photo ops", "DJs"): the stemmer leaves
@@ -105,7 +110,14 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
     howLong: /\bhow long\b|\bduration\b|\blength\b|\bwhen does .* (end|finish)\b|\bhow many (hours|minutes)\b/.test(text),
     // "Is X happening?" asks whether it is still on; "what's happening in Hall B?" does not.
     status: tokens.some((word) => STATUS_WORDS.has(word) && !WEAK_STATUS_WORDS.has(word)) || /\bstill (on|happening|going ahead)\b/.test(text) || /^(is|are|will) .*\b(happening|on)$/.test(text),
-    statusAbout: tokens.some((word) => CANCEL_WORDS.has(word)) ? ('cancelled' as const) : tokens.some((word) => MOVE_WORDS.has(word)) ? ('moved' as const) : ('on' as const),
+    statusAbout: tokens.some((word) => CANCEL_WORDS.has(word))
+      ? ('cancelled' as const)
+      : tokens.some((word) => MOVE_WORDS.has(word))
+        ? ('moved' as const)
+        : tokens.some((word) => CHANGE_WORDS.has(word))
+          ? ('changed' as const)
+          : ('on' as const),
+    changes: tokens.some((word) => CHANGE_DONE_WORDS.has(word)),
     who: tokens.includes('who') || tokens.includes('whos'),
     convention: conventionAsked(tokens),
     order: orderAt === -1 ? null : ORDER_WORDS[tokens[orderAt]!]!,

@@ -11,6 +11,12 @@ import { eng } from 'stopword';
  * about a convention left out.
  */
 
+/** Words the Porter stemmer would give another word's stem: "anime" and "animal" are both "anim". */
+const OWN_STEMS: ReadonlyMap<string, string> = new Map([
+  ['anime', 'anime'],
+  ['animes', 'anime'],
+]);
+
 /** Lower case without accents, with typographic quotes and dashes made plain. */
 export function fold(text: string): string {
   return text
@@ -64,7 +70,8 @@ export const GENERIC_WORDS: ReadonlySet<string> = new Set(
   start starts starting begin begins beginning open opens end ends finish finishes run runs running held hold take takes place
   host hosts hosting hosted present presents presenting presented lead leads leading run doing do appear appears appearing
   long last lasts take how info information check place places spot bring use using put carry
-  make makes making made learn learning try trying watch watching join joining date dates dating`.split(/\s+/),
+  make makes making made learn learning try trying watch watching join joining date dates dating
+  good fun interesting cool best great awesome exciting worth`.split(/\s+/),
 );
 
 /**
@@ -169,7 +176,7 @@ export function spelledOut(tokens: readonly string[]): string[] {
 /** The Porter stem of a folded word; numbers and short words stay as they are. */
 export function stem(word: string): string {
   if (word.length <= 3 || /\d/.test(word)) return word;
-  return stemmer(word);
+  return OWN_STEMS.get(word) ?? stemmer(word);
 }
 
 const SYNONYMS: ReadonlyMap<string, string[]> = (() => {

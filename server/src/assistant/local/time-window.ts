@@ -22,6 +22,8 @@ export interface TimeReading {
   window: TimeWindow | null;
   /** "what's on now?" / "what's next?" */
   mode: 'now' | 'next' | null;
+  /** With `next`, how far ahead the question looks ("in the next hour", "next 30 minutes"). */
+  horizon: { minutes: number; label: string } | null;
   /** Indexes of the question's words the reading used. */
   used: Set<number>;
 }
@@ -245,10 +247,12 @@ export function readTimeWindow(
   let mode: TimeReading['mode'] = null;
   const nowIndex = findWord((word, index) => word === 'now' || word === 'currently' || word === 'ongoing' || (word === 'moment' && tokens[index - 1] === 'the') || (word === 'progress' && tokens[index - 1] === 'in'));
   const nextIndex = findWord((word, index) => word === 'next' || word === 'soon' || word === 'upcoming' || word === 'later' || (word === 'up' && tokens[index - 1] === 'coming'));
+  let horizon: TimeReading['horizon'] = null;
   if (nextIndex !== -1) {
     mode = 'next';
     used.add(nextIndex);
     if (tokens[nextIndex] === 'up') used.add(nextIndex - 1);
+    horizon = readHorizon(tokens, nextIndex + 1, used);
   } else if (nowIndex !== -1 && !day && !clock) {
     mode = 'now';
     used.add(nowIndex);
@@ -256,7 +260,7 @@ export function readTimeWindow(
     if (tokens[nowIndex] === 'moment') used.add(nowIndex - 1);
   }
 
-  if (!day && !part && !clock) return { window: null, mode, used };
+  if (!day && !part && !clock) return { window: null, mode, horizon, used };
   if (!day) {
     day = today;
     dayLabel = part ? 'today' : '';
@@ -287,7 +291,34 @@ export function readTimeWindow(
   } else {
     window = { label: dayLabel, overlaps: false, from: at(day, 0, timeZone), to: at(day, 24, timeZone) };
   }
-  return { window, mode: mode === 'now' ? null : mode, used };
+  return { window, mode: mode === 'now' ? null : mode, horizon, used };
+}
+
+const COUNT_WORDS: Record<string, number> = { a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, couple: 2, few: 3 };
+
+/**
+ * How far "next" looks when the words after it say: "next hour", "next 2
+ * hours", "next couple of hours", "next half hour", "next 30 minutes".
+ */
+function readHorizon(tokens: readonly string[], from: number, used: Set<number>): TimeReading['horizon'] {
+  let position = from;
+  let count = 1;
+  let half = false;
+  const word = tokens[position];
+  if (word !== undefined && (/^\d{1,3}$/.test(word) || word in COUNT_WORDS)) {
+    count = /^\d/.test(word) ? Number(word) : COUNT_WORDS[word]!;
+    position++;
+    if (tokens[position] === 'of') position++;
+  } else if (word === 'half') {
+    half = true;
+    position++;
+  }
+  const unit = tokens[position];
+  const minutes = unit === 'hour' || unit === 'hours' ? (half ? 30 : count * 60) : (unit === 'minute' || unit === 'minutes') && !half ? count : null;
+  if (minutes === null || minutes < 1 || minutes > 24 * 60) return null;
+  for (let index = from; index <= position; index++) used.add(index);
+  const label = minutes === 60 ? 'in the next hour' : minutes % 60 === 0 ? `in the next ${minutes / 60} hours` : `in the next ${minutes} minutes`;
+  return { minutes, label };
 }
 
 /**
