@@ -264,21 +264,26 @@ function answerRelation(context: Context, relation: NonNullable<QuestionReading[
   const dayStart = conventionDayStart(anchor.start, context.timeZone);
   const dayEnd = dayStart + 24 * 3_600_000;
   const sameDay = (event: ScheduleItem) => event.start.getTime() >= dayStart && event.start.getTime() < dayEnd;
-  const candidates = index.events.filter((event) => event !== anchor && event.status !== 'cancelled' && (!rooms || (event.room !== null && rooms.has(event.room))));
-  const chosen =
-    relation.kind === 'after'
-      ? candidates.filter((event) => event.start.getTime() >= anchor.start.getTime() + 60_000 && sameDay(event)).slice(0, 3)
+  const around = (within: Set<string> | null) => {
+    const candidates = index.events.filter((event) => event !== anchor && event.status !== 'cancelled' && (!within || (event.room !== null && within.has(event.room))));
+    return relation.kind === 'after'
+      ? candidates.filter((event) => event.start.getTime() >= anchor.start.getTime() + 60_000 && endOf(event) > endOf(anchor) && sameDay(event)).slice(0, 3)
       : candidates.filter((event) => event.start.getTime() < anchor.start.getTime() && sameDay(event)).slice(-3);
+  };
+  const chosen = around(rooms);
   const where = rooms ? ` in ${[...rooms].join(' or ')}` : '';
   const lead = `${relation.kind === 'after' ? 'After' : 'Before'} ${eventLine(context, anchor, { compact: true }).replace(/^- /, '')}:`;
+  const list = (events: ScheduleItem[]) => events.map((event) => eventLine(context, event, { compact: true })).join('\n');
   if (chosen.length === 0) {
+    const none = `Nothing else is scheduled${where} ${relation.kind === 'after' ? 'after it that day' : 'before it that day'}.`;
+    // The room was the event's own, not asked for: what is on elsewhere.
+    const elsewhere = rooms && reading.rooms.length === 0 ? around(null) : [];
     return {
-      text: `${lead}\n\nNothing else is scheduled${where} ${relation.kind === 'after' ? 'after it that day' : 'before it that day'}.`,
-      sources: [eventSource(anchor)],
+      text: elsewhere.length ? `${lead}\n\n${none} Elsewhere:\n\n${list(elsewhere)}` : `${lead}\n\n${none}`,
+      sources: [eventSource(anchor), ...elsewhere.map(eventSource)],
     };
   }
-  const list = chosen.map((event) => eventLine(context, event, { compact: true })).join('\n');
-  return { text: `${lead}\n\n${list}`, sources: [eventSource(anchor), ...chosen.map(eventSource)] };
+  return { text: `${lead}\n\n${list(chosen)}`, sources: [eventSource(anchor), ...chosen.map(eventSource)] };
 }
 
 /** Plural words for the places a schedule names ("which rooms are there?"). */
@@ -329,10 +334,7 @@ function answerGuests(context: Context): ComposedAnswer | null {
   const held = index.events.filter((event) => event.status !== 'cancelled' && filters.all(event));
   const eventsOf = new Map<string, ScheduleItem[]>();
   for (const event of held) for (const speaker of event.speakers) eventsOf.set(speaker, [...(eventsOf.get(speaker) ?? []), event]);
-  const featured = [...eventsOf.keys()].filter((name) => {
-    const folded = words(name).join(' ');
-    return folded.includes(' ') && held.some((event) => event.foldedTitle.includes(folded));
-  });
+  const featured = [...eventsOf.keys()].filter((name) => index.vocabulary.featured.has(name));
   const names = featured.length ? featured.sort((a, b) => a.localeCompare(b)) : [...eventsOf.keys()].sort((a, b) => eventsOf.get(b)!.length - eventsOf.get(a)!.length || a.localeCompare(b));
   if (names.length === 0) return null;
   const scope = context.reading.time.window ? ` ${context.reading.time.window.label}` : '';

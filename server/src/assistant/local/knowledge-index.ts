@@ -87,6 +87,8 @@ interface Vocabulary {
   rooms: Map<string, string>;
   tracks: Map<string, string>;
   speakers: Map<string, string>;
+  /** The guests an event's title names ("Spotlight: Mira Okafor"), as the schedule spells them: its featured guests. */
+  featured: Set<string>;
   /** Adjacent word pairs of event titles ("game night"), to tell a title's words from time words. */
   titleBigrams: Set<string>;
   /** Every word of an event title. */
@@ -117,7 +119,7 @@ export class ScheduleIndex {
   readonly timeZone: string | undefined;
   /** Local days (yyyy-mm-dd) that have events, in order. */
   readonly eventDays: string[];
-  readonly vocabulary: Vocabulary = { rooms: new Map(), tracks: new Map(), speakers: new Map(), titleBigrams: new Set(), titleWords: new Set() };
+  readonly vocabulary: Vocabulary = { rooms: new Map(), tracks: new Map(), speakers: new Map(), featured: new Set(), titleBigrams: new Set(), titleWords: new Set() };
   readonly search = new SearchIndex({ fields: EVENT_FIELDS, boost: EVENT_BOOST, tokenize, processTerm: termOf });
 
   /**
@@ -144,7 +146,11 @@ export class ScheduleIndex {
     for (const event of this.events) {
       if (event.room) this.vocabulary.rooms.set(fold(event.room).trim(), event.room);
       if (event.track) this.vocabulary.tracks.set(fold(event.track).trim(), event.track);
-      for (const speaker of event.speakers) this.vocabulary.speakers.set(words(speaker).join(' '), speaker);
+      for (const speaker of event.speakers) {
+        const folded = words(speaker).join(' ');
+        this.vocabulary.speakers.set(folded, speaker);
+        if (folded.includes(' ') && event.foldedTitle.includes(folded)) this.vocabulary.featured.add(speaker);
+      }
       const titleWords = event.foldedTitle ? event.foldedTitle.split(' ') : [];
       // Words with digits ("101", "4312") never tell a room's name from a title's.
       for (const word of titleWords) if (!/\d/.test(word)) this.vocabulary.titleWords.add(word);
@@ -200,7 +206,7 @@ export class KnowledgeIndex {
     this.passages = passages.passages;
     this.timeZone = schedule?.timeZone;
     this.eventDays = schedule?.eventDays ?? [];
-    this.vocabulary = schedule?.vocabulary ?? { rooms: new Map(), tracks: new Map(), speakers: new Map(), titleBigrams: new Set(), titleWords: new Set() };
+    this.vocabulary = schedule?.vocabulary ?? { rooms: new Map(), tracks: new Map(), speakers: new Map(), featured: new Set(), titleBigrams: new Set(), titleWords: new Set() };
   }
 
   get size(): number {

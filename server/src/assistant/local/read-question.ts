@@ -48,6 +48,8 @@ export interface QueryTerm {
   generic: boolean;
 }
 
+/** How rare in everyday English a first name must be to stand for a guest on its own (SUBTLEX-US; "Juan" 0.66, "Rose" 0.32). */
+const FIRST_NAME_RARITY = 0.6;
 const RELATION_WORDS: Record<string, 'after' | 'before'> = { after: 'after', following: 'after', before: 'before', preceding: 'before', prior: 'before' };
 const WEAK_STATUS_WORDS = new Set(['still', 'happening', 'off', 'change', 'move']);
 /** Words for the convention itself, and for its start and end ("when does the con open / wrap up?"). */
@@ -87,6 +89,8 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   const rooms = matchNames(tokens, index.vocabulary.rooms, used, { partial: true, titleWords: index.vocabulary.titleWords });
   const tracks = matchNames(tokens, index.vocabulary.tracks, used, { partial: false, titleWords: index.vocabulary.titleWords });
   const guests = matchGuests(tokens, index, used);
+  // "When can I meet Mira?": meeting a guest is any of their events, not a meetup.
+  if (guests.length) tokens.forEach((word, position) => word === 'meet' && used.add(position));
 
   const relationAt = tokens.findIndex((word, position) => word in RELATION_WORDS && !used.has(position));
   let relation: QuestionReading['relation'] = null;
@@ -107,7 +111,7 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
 
   const text = tokens.join(' ');
   const asks = {
-    howLong: /\bhow long\b|\bduration\b|\blength\b|\bwhen does .* (end|finish)\b|\bhow many (hours|minutes)\b/.test(text),
+    howLong: /\bhow long\b|\bduration\b|\blength\b|\bwhen does .* (end|finish|close)\b|\bhow many (hours|minutes)\b/.test(text),
     // "Is X happening?" asks whether it is still on; "what's happening in Hall B?" does not.
     status: tokens.some((word) => STATUS_WORDS.has(word) && !WEAK_STATUS_WORDS.has(word)) || /\bstill (on|happening|going ahead)\b/.test(text) || /^(is|are|will) .*\b(happening|on)$/.test(text),
     statusAbout: tokens.some((word) => CANCEL_WORDS.has(word))
@@ -271,11 +275,23 @@ function matchGuests(tokens: string[], index: KnowledgeIndex, used: Set<number>)
       }
     }
   }
+  const alone = (word: string, position: number) => !used.has(position) && word.length >= 4 && !STOP_WORDS.has(word) && !GENERIC_WORDS.has(word) && !TIME_WORDS.has(word);
   if (found.size === 0) {
     tokens.forEach((word, position) => {
-      if (used.has(position) || word.length < 4 || STOP_WORDS.has(word) || GENERIC_WORDS.has(word) || TIME_WORDS.has(word)) return;
-      const names = lastNames.get(word);
+      const names = alone(word, position) ? lastNames.get(word) : undefined;
       if (names?.length === 1) found.set(names[0]!, [position]);
+    });
+  }
+  // "When can I meet Mira?": a first name only one featured guest has, and no everyday word ("Rose", "Mark").
+  if (found.size === 0 && index.vocabulary.featured.size > 0) {
+    const firstNames = new Map<string, string[]>();
+    for (const name of index.vocabulary.featured) {
+      const first = words(name)[0]!;
+      firstNames.set(first, [...(firstNames.get(first) ?? []), name]);
+    }
+    tokens.forEach((word, position) => {
+      const names = alone(word, position) ? firstNames.get(word) : undefined;
+      if (names?.length === 1 && generalRarity(stem(word)) >= FIRST_NAME_RARITY) found.set(names[0]!, [position]);
     });
   }
   for (const positions of found.values()) for (const position of positions) used.add(position);

@@ -69,7 +69,7 @@ export const GENERIC_WORDS: ReadonlySet<string> = new Set(
   `panel panels talk talks session sessions room rooms track tracks hall stage area event happening go show shows
   start starts starting begin begins beginning open opens end ends finish finishes run runs running held hold take takes place
   host hosts hosting hosted present presents presenting presented lead leads leading run doing do appear appears appearing
-  long last lasts take how info information check place places spot bring use using put carry
+  long last lasts close closes take how info information check place places spot bring use using put carry
   make makes making made learn learning try trying watch watching join joining date dates dating
   good fun interesting cool best great awesome exciting worth`.split(/\s+/),
 );
@@ -116,7 +116,7 @@ const SYNONYM_GROUPS: string[][] = [
   ['game', 'gaming', 'play'],
   ['contest', 'competition', 'championship', 'tournament', 'tourney'],
   ['register', 'registration', 'checkin', 'signup'],
-  ['store', 'shop', 'dealer', 'vendor', 'merchandise', 'merch', 'buy'],
+  ['store', 'shop', 'dealer', 'vendor', 'merchandise', 'merch', 'buy', 'market', 'marketplace'],
   ['weapon', 'prop', 'sword'],
   ['rule', 'policy', 'allowed', 'permitted', 'banned', 'forbidden', 'prohibited'],
   ['pet', 'dog', 'animal'],
@@ -146,6 +146,7 @@ const SYNONYM_GROUPS: string[][] = [
   ['comic', 'graphic novel'],
   ['miniature', 'mini'],
   ['lgbt', 'lgbtq', 'lgbtqia', 'queer'],
+  ['newcomer', 'newbie', 'beginner', 'novice', 'orientation', 'firsttime', 'first time', 'first timer', 'first con', 'new here'],
 ];
 
 /**
