@@ -68,6 +68,10 @@ describe('the offline assistant on the bundled sample schedule', () => {
     try {
       time.set(new Date('2026-03-17T12:00:00-05:00'));
       expect(await ask('when does the con start?')).toMatch(/^The convention is over: it ran from \*\*Fri 13 Mar, 08:00 CDT\*\* to \*\*Mon 16 Mar, 14:00 CDT\*\*\./);
+      // A time outside the convention is answered with when it runs.
+      expect(await ask("what's on in hall b tonight?")).toBe('Nothing is scheduled in Hall B tonight: the convention ended Mon 16 Mar, 14:00 CDT.');
+      time.set(new Date('2026-03-12T18:00:00-05:00'));
+      expect(await ask('anything tonight?')).toBe('Nothing is scheduled tonight: the convention starts Fri 13 Mar, 08:00 CDT.');
     } finally {
       time.set(new Date(QUESTIONS.now));
     }

@@ -510,6 +510,15 @@ function notFound(context: Context, terms: QueryTerm[], filters: Filters, when?:
     }
   }
   if (terms.length === 0) {
+    // A time before the convention or after it: say when it runs.
+    const window = reading.time.window;
+    const held = index.events.filter((event) => event.status !== 'cancelled');
+    if (window && held.length > 0) {
+      const first = held[0]!.start;
+      const last = new Date(Math.max(...held.map((event) => endOf(event).getTime())));
+      if (window.to <= first) return { text: `Nothing is scheduled ${scope}: the convention starts ${context.format.when(first)}.`, sources: [] };
+      if (window.from >= last) return { text: `Nothing is scheduled ${scope}: the convention ended ${context.format.when(last)}.`, sources: [] };
+    }
     return { text: `I couldn't find anything${scope ? ` ${scope}` : ''} in the schedule.`, sources: [] };
   }
   const hint = index.events.length ? ' Try other words — a panel title, a guest or a room — or ask at the info desk.' : '';
