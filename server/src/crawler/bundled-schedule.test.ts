@@ -93,6 +93,10 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(await ask('any DJs tonight')).toMatch(/^- \*\*Starfall Nights Dance\*\*/);
     // Beside a topic, the kind of event asked for weighs less: an armor session answers "armor workshops".
     expect(await ask('any armor making workshops?')).toMatch(/^- \*\*Worbla and Foam: Armor Basics\*\*/);
+    // A rave is a party, not a fan club; a friend lost is no game missed; "what time does X end" asks how long.
+    expect(await ask('wat time is the rave')).not.toContain('Fan Club');
+    expect(await ask('i lost my friend where do i go')).not.toContain('Indie Games You Missed');
+    expect(await ask('what time does the costume contest end')).toMatch(/^- \*\*Costume Contest\*\* — Sat 14 Mar, 19:00–21:30 CDT · Main Stage · 2 h 30 min/);
     // Newcomers, a market for dice, a room's closing time.
     expect(await ask("I'm new here, what should I go to?")).toMatch(/^- \*\*First-Time Con-Goers Orientation\*\*/);
     expect(await ask('where can I buy dice?')).toMatch(/^- \*\*Dice Goblin Marketplace Tour\*\*/);
@@ -207,6 +211,11 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(rooms).toContain('- **Ballroom 3** — 1 event\n');
     expect(await ask('when is the last panel today?')).toMatch(/^Last to start today:\n\n- \*\*Starfall Nights Dance\*\* — Sat 14 Mar, 21:00–02:00 CDT · Hall B {2}\n {2}With DJ Nebula/);
     expect(await ask("what's the first thing tomorrow")).toMatch(/^First to start tomorrow:\n\n- \*\*Morning Yoga\*\* — Sun 15 Mar, 08:00–09:00 CDT · Pool Deck/);
+    // Of what a question's words find too, "the last" and "the first" pick by start.
+    expect(await ask('when is the last photo op')).toMatch(
+      /^Last to start:\n\n- \*\*Photo Op: Mira Okafor\*\* — Sun 15 Mar, 16:00–17:00 CDT · Photo Studio\n- \*\*Photo Op: Sofia Castellano\*\*[^]*Tobias Lindqvist\*\*[^\n]*$/,
+    );
+    expect(await ask("when's the first autograph session")).toMatch(/^First to start:\n\n- \*\*Autographs: Aiko Tanaka\*\* — Fri 13 Mar, 15:00–16:30 CDT/);
     // "First" in a title is still the title's.
     expect(await ask("where's the first timers orientation")).toMatch(/^- \*\*First-Time Con-Goers Orientation\*\* — Sat 14 Mar, 10:00–11:00 CDT/);
     expect(await ask("what's the last day of the con?")).toMatch(/^The convention ends \*\*Mon 16 Mar, 14:00 CDT\*\*/);

@@ -116,8 +116,11 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
     listing = true;
   }
 
-  // "When is the last panel today?": of a listing, the events that start first or last.
-  if (reading.asks.order && listing) {
+  // "When is the last panel today?", "when is the last photo op?": of what answers, the events that start first or
+  // last — unless the word is the events' own ("First-Time Con-Goers Orientation") or they all start at once.
+  const orderInTitles = events.some((event) => words(event.title).some((word) => ORDER_TITLE_WORDS.has(word)));
+  const startsApart = new Set(events.map((event) => event.start.getTime())).size > 1;
+  if (reading.asks.order && (listing || (!orderInTitles && startsApart))) {
     const held = events.filter((event) => event.status !== 'cancelled');
     if (held.length > 0) {
       const starts = held.map((event) => event.start.getTime());
@@ -285,6 +288,9 @@ function answerRelation(context: Context, relation: NonNullable<QuestionReading[
   }
   return { text: `${lead}\n\n${list(chosen)}`, sources: [eventSource(anchor), ...chosen.map(eventSource)] };
 }
+
+/** Words of "the first / last" that a title may hold as its own ("First-Time Con-Goers Orientation", "Last Call"). */
+const ORDER_TITLE_WORDS = new Set(['first', 'earliest', 'last', 'final']);
 
 /** Plural words for the places a schedule names ("which rooms are there?"). */
 const PLACE_WORDS = new Set(['rooms', 'stages', 'halls', 'venues', 'locations']);

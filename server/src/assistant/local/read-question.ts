@@ -111,7 +111,7 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
 
   const text = tokens.join(' ');
   const asks = {
-    howLong: /\bhow long\b|\bduration\b|\blength\b|\bwhen does .* (end|finish|close)\b|\bhow many (hours|minutes)\b/.test(text),
+    howLong: /\bhow long\b|\bduration\b|\blength\b|\b(when|what time) (does|do|will) .* (end|finish|close)\b|\bhow many (hours|minutes)\b/.test(text),
     // "Is X happening?" asks whether it is still on; "what's happening in Hall B?" does not.
     status: tokens.some((word) => STATUS_WORDS.has(word) && !WEAK_STATUS_WORDS.has(word)) || /\bstill (on|happening|going ahead)\b/.test(text) || /^(is|are|will) .*\b(happening|on)$/.test(text),
     statusAbout: tokens.some((word) => CANCEL_WORDS.has(word))

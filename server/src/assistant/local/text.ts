@@ -11,10 +11,14 @@ import { eng } from 'stopword';
  * about a convention left out.
  */
 
-/** Words the Porter stemmer would give another word's stem: "anime" and "animal" are both "anim". */
+/**
+ * Words the Porter stemmer would give another word's stem: "anime" and
+ * "animal" are both "anim", "missing" (lost) and "missed" both "miss".
+ */
 const OWN_STEMS: ReadonlyMap<string, string> = new Map([
   ['anime', 'anime'],
   ['animes', 'anime'],
+  ['missing', 'missing'],
 ]);
 
 /** Lower case without accents, with typographic quotes and dashes made plain. */
@@ -97,7 +101,7 @@ const SYNONYM_GROUPS: string[][] = [
   ['talk', 'lecture', 'presentation', 'panel'],
   ['workshop', 'class', 'tutorial', 'lesson', 'masterclass', 'course', 'seminar'],
   ['concert', 'gig', 'live music', 'band', 'jam', 'dj'],
-  ['party', 'dance', 'rave', 'disco', 'afterparty', 'club'],
+  ['party', 'dance', 'rave', 'disco', 'afterparty', 'nightclub'],
   ['kid', 'child', 'children', 'family', 'youth'],
   ['food', 'eat', 'meal', 'restaurant', 'dining', 'snack', 'lunch', 'dinner', 'breakfast'],
   ['drink', 'bar', 'beverage'],
