@@ -177,6 +177,23 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(await ask('is there a guest room?')).not.toContain("The schedule's guests");
   });
 
+  it('answers "what\'s on?" with what is on now, the schedule as a whole in a few lines, and thanks in kind', async () => {
+    expect(await ask("what's on?")).toMatch(/^Happening now:\n\n- \*\*Costume Contest Prejudging\*\* — until 17:00 · Room 110\n/);
+    const overview =
+      'The schedule has **158 events** from Fri 13 Mar, 08:00 CDT to Mon 16 Mar, 14:00 CDT (and 3 cancelled ones):\n\n' +
+      '- **Fri 13 Mar** — 47 events\n- **Sat 14 Mar** — 53 events\n- **Sun 15 Mar** — 45 events\n- **Mon 16 Mar** — 13 events\n\n' +
+      'They are in 17 places and 12 tracks. Ask about a day ("what\'s on Saturday?"), a time ("what\'s on at 3pm?"), a room, a track or a guest.';
+    for (const question of ['show me the full schedule', 'how many events are there?']) expect(await ask(question), question).toBe(overview);
+    for (const question of ['thanks!', 'thank you so much', 'ok thx']) expect(await ask(question), question).toMatch(/^You're welcome!/);
+    expect(await ask('hello')).toMatch(/^I'm the convention's offline assistant/);
+    try {
+      time.set(new Date('2026-03-12T18:00:00-05:00'));
+      expect(await ask("what's happening?")).toMatch(/^Nothing is on yet: the convention starts Fri 13 Mar, 08:00 CDT\. First up:\n\n- \*\*Morning Yoga\*\*/);
+    } finally {
+      time.set(new Date(QUESTIONS.now));
+    }
+  });
+
   it('looks as far ahead as "the next hour" or "the next 30 minutes" says', async () => {
     // "Now" is 15:00: four events start at 16:00, the Anime Music Video Showcase at 17:00.
     const hour = await ask('anything good in the next hour?');

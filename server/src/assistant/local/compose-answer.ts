@@ -56,6 +56,8 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
   if (index.size === 0) {
     return { text: "I don't have the convention's schedule or any of its files yet, so I can't answer that. Please check back soon.", sources: [] };
   }
+  // "Thanks!": a reply in kind, not the help.
+  if (isThanks(question)) return { text: THANKS_REPLY, sources: [] };
   const reading = readQuestion(question, index, now, timeZone);
   const context: Context = { index, reading, now, timeZone, format: timeFormat(timeZone) };
   const { time, rooms, guests, tracks, relation } = reading;
@@ -67,6 +69,13 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
     const answer = answerConvention(context, reading.asks.convention);
     if (answer) return answer;
   }
+  // "What's on?": what is on now (or next, or when the convention starts).
+  if (nothingNamed && index.events.length > 0 && reading.words.some((word) => ON_WORDS.has(word)) && reading.words.every((word) => WHATS_ON_WORDS.has(word))) {
+    return answerNow(context, () => true);
+  }
+  // "Show me the schedule", "how many events are there?": the schedule in a few lines.
+  const aboutChanges = reading.asks.status || reading.asks.changes;
+  if (nothingNamed && !aboutChanges && index.events.length > 0 && reading.words.some((word) => SCHEDULE_WORDS.has(word))) return answerOverview(context);
   if (nothingNamed && reading.passageTerms.length === 0) {
     return { text: OFFLINE_HELP, sources: [] };
   }
@@ -124,7 +133,7 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
     const held = events.filter((event) => event.status !== 'cancelled');
     if (held.length > 0) {
       const starts = held.map((event) => event.start.getTime());
-      const wanted = reading.asks.order === 'first' ? Math.min(...starts) : Math.max(...starts);
+      const wanted = starts.reduce((best, start) => (reading.asks.order === 'first' ? Math.min(best, start) : Math.max(best, start)));
       const body = renderEvents(context, held.filter((event) => event.start.getTime() === wanted), { listing: true });
       const scope = [placeLabel(context).trim(), time.window?.label ?? ''].filter(Boolean).join(' ');
       return { text: `${reading.asks.order === 'first' ? 'First' : 'Last'} to start${scope ? ` ${scope}` : ''}:\n\n${body.text}`, sources: body.sources };
@@ -289,6 +298,49 @@ function answerRelation(context: Context, relation: NonNullable<QuestionReading[
   return { text: `${lead}\n\n${list(chosen)}`, sources: [eventSource(anchor), ...chosen.map(eventSource)] };
 }
 
+const THANKS_REPLY = "You're welcome! Ask me anything else about the convention — a panel, a guest, a room or a time.";
+const THANKS_WORDS = new Set(['thanks', 'thank', 'thx', 'thnx', 'ty', 'tysm', 'cheers', 'ta']);
+const THANKS_FILLER = new Set(
+  'you u so much very lots lot a for that the help helped helps info great ok okay cool awesome perfect nice brilliant got it bye goodbye again heaps'.split(' '),
+);
+
+/** A message that only thanks ("thanks!", "thank you so much", "ok thx"). */
+function isThanks(question: string): boolean {
+  const said = words(question);
+  return said.some((word) => THANKS_WORDS.has(word)) && said.every((word) => THANKS_WORDS.has(word) || THANKS_FILLER.has(word));
+}
+
+/** "What's on?", "anything happening?": nothing asked but what is on. */
+const ON_WORDS = new Set(['on', 'happening', 'going']);
+const WHATS_ON_WORDS = new Set(['what', 'whats', 'is', 'are', 'on', 'happening', 'going', 'there', 'theres', 'any', 'anything', 'something', 'here', 'at', 'the', 'con', 'convention']);
+/** Words for the schedule as a whole ("show me the schedule", "how many events are there?"). */
+const SCHEDULE_WORDS = new Set(['schedule', 'program', 'programme', 'events', 'lineup', 'agenda', 'timetable']);
+
+/** The schedule in a few lines: how many events, from when to when, each day's count, its places and tracks. */
+function answerOverview(context: Context): ComposedAnswer {
+  const { index, format, timeZone } = context;
+  const held = index.events.filter((event) => event.status !== 'cancelled');
+  const cancelled = index.events.length - held.length;
+  if (held.length === 0) return { text: `Every event in the schedule has been cancelled (${cancelled}).`, sources: [] };
+  const first = held[0]!.start;
+  const last = lastEnd(held);
+  const dayOf = new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' });
+  const perDay = new Map<string, number>();
+  for (const event of held) {
+    const day = dayOf.format(event.start).replace(',', '');
+    perDay.set(day, (perDay.get(day) ?? 0) + 1);
+  }
+  const count = (n: number, one: string, many: string) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
+  const days = [...perDay].slice(0, MAX_NAMES).map(([day, n]) => `- **${day}** — ${count(n, 'event', 'events')}`);
+  if (perDay.size > MAX_NAMES) days.push(`\n…and ${perDay.size - MAX_NAMES} more days.`);
+  const rooms = new Set(held.flatMap((event) => (event.room ? [event.room] : []))).size;
+  const tracks = new Set(held.flatMap((event) => (event.track ? [event.track] : []))).size;
+  const lead = `The schedule has **${count(held.length, 'event', 'events')}** from ${format.when(first)} to ${format.when(last)}${cancelled ? ` (and ${count(cancelled, 'cancelled one', 'cancelled ones')})` : ''}:`;
+  const where = [rooms ? count(rooms, 'place', 'places') : '', tracks ? count(tracks, 'track', 'tracks') : ''].filter(Boolean).join(' and ');
+  const hint = `${where ? `They are in ${where}. ` : ''}Ask about a day ("what's on Saturday?"), a time ("what's on at 3pm?"), a room, a track or a guest.`;
+  return { text: `${lead}\n\n${days.join('\n')}\n\n${hint}`, sources: [] };
+}
+
 /** Words of "the first / last" that a title may hold as its own ("First-Time Con-Goers Orientation", "Last Call"). */
 const ORDER_TITLE_WORDS = new Set(['first', 'earliest', 'last', 'final']);
 
@@ -403,6 +455,13 @@ function answerChanges(context: Context, about: QuestionReading['asks']['statusA
   return { text: sections.join('\n\n'), sources };
 }
 
+/** When the last of the events ends (a loop: a schedule may have more events than a call takes arguments). */
+function lastEnd(events: readonly ScheduleItem[]): Date {
+  let last = Number.NEGATIVE_INFINITY;
+  for (const event of events) last = Math.max(last, endOf(event).getTime());
+  return new Date(last);
+}
+
 const CEREMONY = stem('ceremony');
 const CEREMONY_KIND = { start: stem('opening'), end: stem('closing') };
 
@@ -416,7 +475,7 @@ function answerConvention(context: Context, kind: 'start' | 'end' | 'span'): Com
   const held = index.events.filter((event) => event.status !== 'cancelled');
   if (held.length === 0) return null;
   const first = held[0]!.start;
-  const last = new Date(Math.max(...held.map((event) => endOf(event).getTime())));
+  const last = lastEnd(held);
   const [from, to] = [`**${format.when(first)}**`, `**${format.when(last)}**`];
   const started = now >= first;
   let lead: string;
@@ -521,7 +580,7 @@ function notFound(context: Context, terms: QueryTerm[], filters: Filters, when?:
     const held = index.events.filter((event) => event.status !== 'cancelled');
     if (window && held.length > 0) {
       const first = held[0]!.start;
-      const last = new Date(Math.max(...held.map((event) => endOf(event).getTime())));
+      const last = lastEnd(held);
       if (window.to <= first) return { text: `Nothing is scheduled ${scope}: the convention starts ${context.format.when(first)}.`, sources: [] };
       if (window.from >= last) return { text: `Nothing is scheduled ${scope}: the convention ended ${context.format.when(last)}.`, sources: [] };
     }

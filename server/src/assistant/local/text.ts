@@ -75,7 +75,7 @@ export const GENERIC_WORDS: ReadonlySet<string> = new Set(
   host hosts hosting hosted present presents presenting presented lead leads leading run doing do appear appears appearing
   long last lasts close closes take how info information check place places spot bring use using put carry
   make makes making made learn learning try trying watch watching join joining date dates dating
-  good fun interesting cool best great awesome exciting worth`.split(/\s+/),
+  good fun interesting cool best great awesome exciting worth full whole entire complete`.split(/\s+/),
 );
 
 /**
