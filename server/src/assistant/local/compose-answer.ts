@@ -127,9 +127,10 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
 
   // "When is the last panel today?", "when is the last photo op?": of what answers, the events that start first or
   // last — unless the word is the events' own ("First-Time Con-Goers Orientation") or they all start at once.
-  const orderInTitles = events.some((event) => words(event.title).some((word) => ORDER_TITLE_WORDS.has(word)));
-  const startsApart = new Set(events.map((event) => event.start.getTime())).size > 1;
-  if (reading.asks.order && (listing || (!orderInTitles && startsApart))) {
+  const orderApplies = () =>
+    listing ||
+    (!events.some((event) => words(event.title).some((word) => ORDER_TITLE_WORDS.has(word))) && new Set(events.map((event) => event.start.getTime())).size > 1);
+  if (reading.asks.order && orderApplies()) {
     const held = events.filter((event) => event.status !== 'cancelled');
     if (held.length > 0) {
       const starts = held.map((event) => event.start.getTime());
@@ -319,18 +320,16 @@ const SCHEDULE_WORDS = new Set(['schedule', 'program', 'programme', 'events', 'l
 /** The schedule in a few lines: how many events, from when to when, each day's count, its places and tracks. */
 function answerOverview(context: Context): ComposedAnswer {
   const { index, format, timeZone } = context;
-  const held = index.events.filter((event) => event.status !== 'cancelled');
+  const span = conventionSpan(index);
+  if (!span) return { text: `Every event in the schedule has been cancelled (${index.events.length}).`, sources: [] };
+  const { held, first, last } = span;
   const cancelled = index.events.length - held.length;
-  if (held.length === 0) return { text: `Every event in the schedule has been cancelled (${cancelled}).`, sources: [] };
-  const first = held[0]!.start;
-  const last = lastEnd(held);
   const dayOf = new Intl.DateTimeFormat('en-GB', { timeZone, weekday: 'short', day: 'numeric', month: 'short' });
   const perDay = new Map<string, number>();
   for (const event of held) {
     const day = dayOf.format(event.start).replace(',', '');
     perDay.set(day, (perDay.get(day) ?? 0) + 1);
   }
-  const count = (n: number, one: string, many: string) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
   const days = [...perDay].slice(0, MAX_NAMES).map(([day, n]) => `- **${day}** — ${count(n, 'event', 'events')}`);
   if (perDay.size > MAX_NAMES) days.push(`\n…and ${perDay.size - MAX_NAMES} more days.`);
   const rooms = new Set(held.flatMap((event) => (event.room ? [event.room] : []))).size;
@@ -340,6 +339,9 @@ function answerOverview(context: Context): ComposedAnswer {
   const hint = `${where ? `They are in ${where}. ` : ''}Ask about a day ("what's on Saturday?"), a time ("what's on at 3pm?"), a room, a track or a guest.`;
   return { text: `${lead}\n\n${days.join('\n')}\n\n${hint}`, sources: [] };
 }
+
+/** "1 event", "1,200 events". */
+const count = (n: number, one: string, many: string) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
 
 /** Words of "the first / last" that a title may hold as its own ("First-Time Con-Goers Orientation", "Last Call"). */
 const ORDER_TITLE_WORDS = new Set(['first', 'earliest', 'last', 'final']);
@@ -391,7 +393,13 @@ function answerGuests(context: Context): ComposedAnswer | null {
   const filters = scheduleFilters(context);
   const held = index.events.filter((event) => event.status !== 'cancelled' && filters.all(event));
   const eventsOf = new Map<string, ScheduleItem[]>();
-  for (const event of held) for (const speaker of event.speakers) eventsOf.set(speaker, [...(eventsOf.get(speaker) ?? []), event]);
+  for (const event of held) {
+    for (const speaker of event.speakers) {
+      const theirs = eventsOf.get(speaker);
+      if (theirs) theirs.push(event);
+      else eventsOf.set(speaker, [event]);
+    }
+  }
   const featured = [...eventsOf.keys()].filter((name) => index.vocabulary.featured.has(name));
   const names = featured.length ? featured.sort((a, b) => a.localeCompare(b)) : [...eventsOf.keys()].sort((a, b) => eventsOf.get(b)!.length - eventsOf.get(a)!.length || a.localeCompare(b));
   if (names.length === 0) return null;
@@ -399,8 +407,7 @@ function answerGuests(context: Context): ComposedAnswer | null {
   const lines = names.slice(0, MAX_NAMES).map((name) => {
     const events = eventsOf.get(name)!;
     const next = events.find((event) => event.start > now);
-    const count = `${events.length} ${events.length === 1 ? 'event' : 'events'}`;
-    return `- **${name}** — ${count}${next ? `; next: ${next.title}, ${format.when(next.start)}` : ''}`;
+    return `- **${name}** — ${count(events.length, 'event', 'events')}${next ? `; next: ${next.title}, ${format.when(next.start)}` : ''}`;
   });
   if (names.length > MAX_NAMES) lines.push(`\n…and ${names.length - MAX_NAMES} more.`);
   const lead = featured.length ? `The schedule's guests${scope}:` : `The people on the schedule${scope}, busiest first:`;
@@ -455,11 +462,17 @@ function answerChanges(context: Context, about: QuestionReading['asks']['statusA
   return { text: sections.join('\n\n'), sources };
 }
 
-/** When the last of the events ends (a loop: a schedule may have more events than a call takes arguments). */
-function lastEnd(events: readonly ScheduleItem[]): Date {
+/**
+ * The events not cancelled, and when the convention runs by them: from the
+ * first one's start to the last one's end (found in a loop: a schedule may
+ * have more events than a call takes arguments). Null when none is held.
+ */
+function conventionSpan(index: KnowledgeIndex): { held: ScheduleItem[]; first: Date; last: Date } | null {
+  const held = index.events.filter((event) => event.status !== 'cancelled');
+  if (held.length === 0) return null;
   let last = Number.NEGATIVE_INFINITY;
-  for (const event of events) last = Math.max(last, endOf(event).getTime());
-  return new Date(last);
+  for (const event of held) last = Math.max(last, endOf(event).getTime());
+  return { held, first: held[0]!.start, last: new Date(last) };
 }
 
 const CEREMONY = stem('ceremony');
@@ -472,10 +485,9 @@ const CEREMONY_KIND = { start: stem('opening'), end: stem('closing') };
  */
 function answerConvention(context: Context, kind: 'start' | 'end' | 'span'): ComposedAnswer | null {
   const { index, now, format } = context;
-  const held = index.events.filter((event) => event.status !== 'cancelled');
-  if (held.length === 0) return null;
-  const first = held[0]!.start;
-  const last = lastEnd(held);
+  const span = conventionSpan(index);
+  if (!span) return null;
+  const { held, first, last } = span;
   const [from, to] = [`**${format.when(first)}**`, `**${format.when(last)}**`];
   const started = now >= first;
   let lead: string;
@@ -577,10 +589,9 @@ function notFound(context: Context, terms: QueryTerm[], filters: Filters, when?:
   if (terms.length === 0) {
     // A time before the convention or after it: say when it runs.
     const window = reading.time.window;
-    const held = index.events.filter((event) => event.status !== 'cancelled');
-    if (window && held.length > 0) {
-      const first = held[0]!.start;
-      const last = lastEnd(held);
+    const span = window && conventionSpan(index);
+    if (window && span) {
+      const { first, last } = span;
       if (window.to <= first) return { text: `Nothing is scheduled ${scope}: the convention starts ${context.format.when(first)}.`, sources: [] };
       if (window.from >= last) return { text: `Nothing is scheduled ${scope}: the convention ended ${context.format.when(last)}.`, sources: [] };
     }

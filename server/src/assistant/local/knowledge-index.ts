@@ -89,6 +89,8 @@ interface Vocabulary {
   speakers: Map<string, string>;
   /** The guests an event's title names ("Spotlight: Mira Okafor"), as the schedule spells them: its featured guests. */
   featured: Set<string>;
+  /** The featured guests by their folded first name ("mira" → Mira Okafor). */
+  featuredByFirstName: Map<string, string[]>;
   /** Adjacent word pairs of event titles ("game night"), to tell a title's words from time words. */
   titleBigrams: Set<string>;
   /** Every word of an event title. */
@@ -119,7 +121,7 @@ export class ScheduleIndex {
   readonly timeZone: string | undefined;
   /** Local days (yyyy-mm-dd) that have events, in order. */
   readonly eventDays: string[];
-  readonly vocabulary: Vocabulary = { rooms: new Map(), tracks: new Map(), speakers: new Map(), featured: new Set(), titleBigrams: new Set(), titleWords: new Set() };
+  readonly vocabulary: Vocabulary = { rooms: new Map(), tracks: new Map(), speakers: new Map(), featured: new Set(), featuredByFirstName: new Map(), titleBigrams: new Set(), titleWords: new Set() };
   readonly search = new SearchIndex({ fields: EVENT_FIELDS, boost: EVENT_BOOST, tokenize, processTerm: termOf });
 
   /**
@@ -149,7 +151,11 @@ export class ScheduleIndex {
       for (const speaker of event.speakers) {
         const folded = words(speaker).join(' ');
         this.vocabulary.speakers.set(folded, speaker);
-        if (folded.includes(' ') && event.foldedTitle.includes(folded)) this.vocabulary.featured.add(speaker);
+        if (folded.includes(' ') && event.foldedTitle.includes(folded) && !this.vocabulary.featured.has(speaker)) {
+          this.vocabulary.featured.add(speaker);
+          const first = folded.split(' ')[0]!;
+          this.vocabulary.featuredByFirstName.set(first, [...(this.vocabulary.featuredByFirstName.get(first) ?? []), speaker]);
+        }
       }
       const titleWords = event.foldedTitle ? event.foldedTitle.split(' ') : [];
       // Words with digits ("101", "4312") never tell a room's name from a title's.
@@ -206,7 +212,7 @@ export class KnowledgeIndex {
     this.passages = passages.passages;
     this.timeZone = schedule?.timeZone;
     this.eventDays = schedule?.eventDays ?? [];
-    this.vocabulary = schedule?.vocabulary ?? { rooms: new Map(), tracks: new Map(), speakers: new Map(), featured: new Set(), titleBigrams: new Set(), titleWords: new Set() };
+    this.vocabulary = schedule?.vocabulary ?? { rooms: new Map(), tracks: new Map(), speakers: new Map(), featured: new Set(), featuredByFirstName: new Map(), titleBigrams: new Set(), titleWords: new Set() };
   }
 
   get size(): number {

@@ -283,14 +283,9 @@ function matchGuests(tokens: string[], index: KnowledgeIndex, used: Set<number>)
     });
   }
   // "When can I meet Mira?": a first name only one featured guest has, and no everyday word ("Rose", "Mark").
-  if (found.size === 0 && index.vocabulary.featured.size > 0) {
-    const firstNames = new Map<string, string[]>();
-    for (const name of index.vocabulary.featured) {
-      const first = words(name)[0]!;
-      firstNames.set(first, [...(firstNames.get(first) ?? []), name]);
-    }
+  if (found.size === 0) {
     tokens.forEach((word, position) => {
-      const names = alone(word, position) ? firstNames.get(word) : undefined;
+      const names = alone(word, position) ? index.vocabulary.featuredByFirstName.get(word) : undefined;
       if (names?.length === 1 && generalRarity(stem(word)) >= FIRST_NAME_RARITY) found.set(names[0]!, [position]);
     });
   }

@@ -294,7 +294,7 @@ export function readTimeWindow(
   return { window, mode: mode === 'now' ? null : mode, horizon, used };
 }
 
-const COUNT_WORDS: Record<string, number> = { a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, couple: 2, few: 3 };
+const COUNT_WORDS: ReadonlyMap<string, number> = new Map(Object.entries({ a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, couple: 2, few: 3 }));
 
 /**
  * How far "next" looks when the words after it say: "next hour", "next 2
@@ -305,8 +305,8 @@ function readHorizon(tokens: readonly string[], from: number, used: Set<number>)
   let count = 1;
   let half = false;
   const word = tokens[position];
-  if (word !== undefined && (/^\d{1,3}$/.test(word) || word in COUNT_WORDS)) {
-    count = /^\d/.test(word) ? Number(word) : COUNT_WORDS[word]!;
+  if (word !== undefined && (/^\d{1,3}$/.test(word) || COUNT_WORDS.has(word))) {
+    count = /^\d/.test(word) ? Number(word) : COUNT_WORDS.get(word)!;
     position++;
     if (tokens[position] === 'of') position++;
   } else if (word === 'half') {
