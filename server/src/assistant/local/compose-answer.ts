@@ -69,6 +69,11 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
     const answer = answerConvention(context, reading.asks.convention);
     if (answer) return answer;
   }
+  // "Is the con open on Monday?", "what time do doors open tomorrow?": the convention's hours on that day.
+  if (reading.asks.convention && !scheduleWords && !relation && time.window) {
+    const answer = answerConventionHours(context, reading.asks.convention, time.window);
+    if (answer) return answer;
+  }
   // "What's on?": what is on now (or next, or when the convention starts).
   if (nothingNamed && index.events.length > 0 && reading.words.some((word) => ON_WORDS.has(word)) && reading.words.every((word) => WHATS_ON_WORDS.has(word))) {
     return answerNow(context, () => true);
@@ -508,6 +513,36 @@ function answerConvention(context: Context, kind: 'start' | 'end' | 'span'): Com
   return { text: `${lead}\n\n${lines.join('\n')}`, sources: ceremonies.map(eventSource) };
 }
 
+const YES_NO_WORDS = new Set(['is', 'are', 'will', 'does', 'do', 'can']);
+
+/**
+ * The convention's hours in the day (or part of one) asked about, by its
+ * events there: from the first one's start to the last one's end, with the
+ * first to start — or, asked about the end, the last to finish. Null when
+ * nothing is held then (the caller's not-found says when the convention runs)
+ * or the time asked about is a moment, not a day.
+ */
+function answerConventionHours(context: Context, kind: 'start' | 'end' | 'span', window: TimeWindow): ComposedAnswer | null {
+  const { index, now, format, reading } = context;
+  if (window.to.getTime() - window.from.getTime() < 3_600_000) return null;
+  const held = index.events.filter((event) => event.status !== 'cancelled' && inWindow(event, window));
+  if (held.length === 0) return null;
+  let first = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const event of held) {
+    first = Math.min(first, event.start.getTime());
+    last = Math.max(last, endOf(event).getTime());
+  }
+  const over = last <= now.getTime();
+  // "Is the con open on Monday?" is answered yes first (of a day still to come or under way).
+  const label = !over && YES_NO_WORDS.has(reading.words[0] ?? '') ? `Yes: ${window.label}` : capitalize(window.label);
+  const lead = `${label} the schedule ${over ? 'ran' : 'runs'} **${format.span(new Date(first), new Date(last))}**.`;
+  const chosen =
+    kind === 'end' ? held.filter((event) => endOf(event).getTime() === last) : held.filter((event) => event.start.getTime() === first);
+  const body = renderEvents(context, chosen, { listing: true });
+  return { text: `${lead} ${kind === 'end' ? 'Last to finish' : 'First up'}:\n\n${body.text}`, sources: body.sources };
+}
+
 function conventionDayStart(date: Date, timeZone: string): number {
   const local = zonedParts(new Date(date.getTime() - 6 * 3_600_000), timeZone);
   return instantOf({ year: local.year, month: local.month, day: local.day, hour: 6 }, timeZone).getTime();
@@ -632,7 +667,9 @@ function statusLead({ reading, now, format }: Context, first: ScheduleItem, show
   const title = `**${first.title}**`;
   const { status, statusAbout } = reading.asks;
   if (first.status === 'cancelled') return `${title} has been cancelled.`;
-  if (endOf(first) <= now && (status || shown.every((event) => endOf(event) <= now))) return `${title} already happened.`;
+  // "When does the dealers room close?" of a moment ("Dealers Room Opens"): its text tells, not that the moment passed.
+  const asksEnd = reading.asks.howLong && !first.end;
+  if (endOf(first) <= now && !asksEnd && (status || shown.every((event) => endOf(event) <= now))) return `${title} already happened.`;
   if (!status) return null;
   if (movedNote(format, first)) {
     if (statusAbout === 'on') return `Yes, ${title} is still on, but it has moved.`;

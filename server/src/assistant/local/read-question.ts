@@ -1,6 +1,6 @@
 import { distance } from 'fastest-levenshtein';
 import type { KnowledgeIndex } from './knowledge-index.ts';
-import { generalRarity, GENERIC_WORDS, joinAmpersands, PHRASE_SYNONYMS, spelledOut, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
+import { generalRarity, GENERIC_WORDS, IDIOMS, joinAmpersands, PHRASE_SYNONYMS, spelledOut, STOP_WORDS, stem, synonymsOf, words } from './text.ts';
 import { readTimeWindow, TIME_WORDS, type TimeReading } from './time-window.ts';
 
 /**
@@ -54,6 +54,8 @@ const RELATION_WORDS: Record<string, 'after' | 'before'> = { after: 'after', fol
 const WEAK_STATUS_WORDS = new Set(['still', 'happening', 'off', 'change', 'move']);
 /** Words for the convention itself, and for its start and end ("when does the con open / wrap up?"). */
 const CONVENTION_WORDS = new Set(['con', 'cons', 'convention', 'fest', 'festival', 'expo']);
+/** "When do (the) doors open?" asks when the convention opens, unless an event is named. */
+const DOOR_WORDS = new Set(['door', 'doors']);
 const START_WORDS = new Set(['start', 'starts', 'started', 'starting', 'begin', 'begins', 'began', 'beginning', 'open', 'opens', 'opening', 'kick', 'kicks', 'commence', 'commences', 'first']);
 const END_WORDS = new Set(['end', 'ends', 'ended', 'ending', 'finish', 'finishes', 'close', 'closes', 'closing', 'over', 'wrap', 'wraps', 'last', 'final']);
 const SPAN_WORDS = new Set(['when', 'whens', 'dates', 'days', 'long']);
@@ -105,6 +107,22 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
     if (anchor.length) relation = { kind: RELATION_WORDS[tokens[relationAt]!]!, terms: anchor };
   }
 
+  // "Where is the lost and found?", "anything for families?": the schedule is searched for what the phrase means.
+  const idioms: QueryTerm[] = [];
+  for (const idiom of IDIOMS) {
+    for (let start = 0; start + idiom.words.length <= tokens.length; start++) {
+      if (!idiom.words.every((word, offset) => tokens[start + offset] === word && !used.has(start + offset))) continue;
+      for (let offset = 0; offset < idiom.words.length; offset++) used.add(start + offset);
+      idioms.push(toTerm(idiom.means)!);
+    }
+  }
+
+  // "What time do doors open tomorrow?": the doors are the convention's, not a word to search for.
+  tokens.forEach((word, position) => {
+    const next = tokens[position + 1];
+    if (DOOR_WORDS.has(word) && next && (START_WORDS.has(next) || END_WORDS.has(next))) used.add(position);
+  });
+
   // "the last panel", "the first thing tomorrow": an order, not a word to search for.
   const orderAt = tokens.findIndex((word, position) => ORDER_WORDS[word] && tokens[position - 1] === 'the' && !used.has(position));
   if (orderAt !== -1) used.add(orderAt);
@@ -123,7 +141,7 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
           : ('on' as const),
     changes: tokens.some((word) => CHANGE_DONE_WORDS.has(word)),
     who: tokens.includes('who') || tokens.includes('whos'),
-    convention: conventionAsked(tokens),
+    convention: conventionAsked(tokens, used),
     order: orderAt === -1 ? null : ORDER_WORDS[tokens[orderAt]!]!,
   };
 
@@ -156,16 +174,18 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
     if (asks.status && STATUS_WORDS.has(word)) return;
     all.push(term);
   });
+  all.push(...idioms);
   const specific = all.filter((term) => !term.generic);
   const terms = dedupe(specific.length ? specific : []);
   return { words: tokens, terms, passageTerms: dedupe(passageTerms), time, rooms, tracks, guests, relation, asks };
 }
 
-function conventionAsked(tokens: readonly string[]): QuestionReading['asks']['convention'] {
-  if (!tokens.some((word) => CONVENTION_WORDS.has(word))) return null;
+function conventionAsked(tokens: readonly string[], used: ReadonlySet<number>): QuestionReading['asks']['convention'] {
+  if (!tokens.some((word, position) => CONVENTION_WORDS.has(word) || (DOOR_WORDS.has(word) && used.has(position)))) return null;
   if (tokens.some((word) => END_WORDS.has(word))) return 'end';
   if (tokens.some((word) => START_WORDS.has(word))) return 'start';
-  return tokens.some((word) => SPAN_WORDS.has(word)) ? 'span' : null;
+  // "Is the con on Sunday?" asks whether it runs then.
+  return tokens.some((word) => SPAN_WORDS.has(word)) || /^(is|are|will)$/.test(tokens[0] ?? '') ? 'span' : null;
 }
 
 function toTerm(word: string, phraseSynonyms: string[] = []): QueryTerm | null {

@@ -229,6 +229,21 @@ export function tokenize(text: string): string[] {
   return result;
 }
 
+/**
+ * Set phrases whose words mean nothing on their own, and the word the
+ * schedule is searched for in their place: "lost and found" is not about
+ * "found", "for families" not about a title that says "family" (the files are
+ * still searched for every word).
+ */
+export const IDIOMS: readonly { words: string[]; means: string }[] = [
+  { words: ['lost', 'and', 'found'], means: 'lost' },
+  { words: ['lost', 'property'], means: 'lost' },
+  { words: ['for', 'families'], means: 'kids' },
+  { words: ['for', 'the', 'family'], means: 'kids' },
+  { words: ['for', 'the', 'whole', 'family'], means: 'kids' },
+  { words: ['family', 'friendly'], means: 'kids' },
+];
+
 /** Synonyms of several words ("board game" → tabletop): the phrase's words, and the stems they also mean. */
 export const PHRASE_SYNONYMS: readonly { words: string[]; stems: string[] }[] = SYNONYM_GROUPS.flatMap((group) =>
   group
