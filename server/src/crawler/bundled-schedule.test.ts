@@ -115,6 +115,9 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(await ask('where is the lost and found?')).toMatch(/^I couldn't find anything about “lost”/);
     expect(await ask('anything for families')).toMatch(/^- \*\*Kids Costume Craft Corner\*\*/);
     expect(await ask('family friendly events tomorrow')).toMatch(/^- \*\*Junior Game Designers \(Encore\)\*\* — Sun 15 Mar/);
+    // A child's age is no time nor a word to search for.
+    expect(await ask('what can I do with my 8 year old?')).toMatch(/^- \*\*Kids Costume Craft Corner\*\*/);
+    expect(await ask('anything for 10 year olds tomorrow?')).toMatch(/^- \*\*Junior Game Designers \(Encore\)\*\* — Sun 15 Mar/);
     expect(await ask('is there a found family panel?')).toMatch(/^- \*\*Found Family in Fantasy\*\*/);
     // Asking for a recommendation is no topic; a bus is no training.
     expect(await ask('recommend something for kids')).toMatch(/^- \*\*Kids Costume Craft Corner\*\*/);
@@ -192,15 +195,19 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(await ask('is there a guest room?')).not.toContain("The schedule's guests");
   });
 
-  it('answers "what\'s on?" with what is on now, the schedule as a whole in a few lines, and thanks in kind', async () => {
+  it('answers "what\'s on?" with what is on now, the schedule as a whole in a few lines, thanks in kind, help and the time', async () => {
     expect(await ask("what's on?")).toMatch(/^Happening now:\n\n- \*\*Costume Contest Prejudging\*\* — until 17:00 · Room 110\n/);
     const overview =
       'The schedule has **158 events** from Fri 13 Mar, 08:00 CDT to Mon 16 Mar, 14:00 CDT (and 3 cancelled ones):\n\n' +
       '- **Fri 13 Mar** — 47 events\n- **Sat 14 Mar** — 53 events\n- **Sun 15 Mar** — 45 events\n- **Mon 16 Mar** — 13 events\n\n' +
       'They are in 17 places and 12 tracks. Ask about a day ("what\'s on Saturday?"), a time ("what\'s on at 3pm?"), a room, a track or a guest.';
-    for (const question of ['show me the full schedule', 'how many events are there?']) expect(await ask(question), question).toBe(overview);
+    for (const question of ['show me the full schedule', 'how many events are there?', 'list all panels', 'what panels are there?']) {
+      expect(await ask(question), question).toBe(overview);
+    }
     for (const question of ['thanks!', 'thank you so much', 'ok thx']) expect(await ask(question), question).toMatch(/^You're welcome!/);
-    expect(await ask('hello')).toMatch(/^I'm the convention's offline assistant/);
+    for (const question of ['hello', 'help', 'help me please', 'what can you do?']) expect(await ask(question), question).toMatch(/^I'm the convention's offline assistant/);
+    // The convention's clock, in which every answer gives its times.
+    for (const question of ['what time is it?', 'whats the time rn']) expect(await ask(question), question).toBe('It is **Sat 14 Mar, 15:00 CDT** at the convention.');
     try {
       time.set(new Date('2026-03-12T18:00:00-05:00'));
       expect(await ask("what's happening?")).toMatch(/^Nothing is on yet: the convention starts Fri 13 Mar, 08:00 CDT\. First up:\n\n- \*\*Morning Yoga\*\*/);

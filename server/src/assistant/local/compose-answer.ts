@@ -58,8 +58,12 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
   }
   // "Thanks!": a reply in kind, not the help.
   if (isThanks(question)) return { text: THANKS_REPLY, sources: [] };
+  // "Help", "what can you do?": what it answers, with examples.
+  if (isHelpRequest(question)) return { text: OFFLINE_HELP, sources: [] };
   const reading = readQuestion(question, index, now, timeZone);
   const context: Context = { index, reading, now, timeZone, format: timeFormat(timeZone) };
+  // "What time is it?": the convention's clock, the one every answer's times are in.
+  if (TIME_NOW_QUESTION.test(reading.words.join(' '))) return { text: `It is **${context.format.when(now)}** at the convention.`, sources: [] };
   const { time, rooms, guests, tracks, relation } = reading;
   const scheduleWords = reading.terms.length > 0 || rooms.length > 0 || guests.length > 0 || tracks.length > 0;
   /** No event, place, person or time is named. */
@@ -310,6 +314,16 @@ const THANKS_FILLER = new Set(
   'you u so much very lots lot a for that the help helped helps info great ok okay cool awesome perfect nice brilliant got it bye goodbye again heaps'.split(' '),
 );
 
+const HELP_FILLER = new Set('help me please pls plz what can could you do i ask how does this work use it with'.split(' '));
+
+/** A message that only asks for help ("help", "help me please", "what can you help with?"). */
+function isHelpRequest(question: string): boolean {
+  const said = words(question);
+  return said.includes('help') && said.every((word) => HELP_FILLER.has(word));
+}
+
+const TIME_NOW_QUESTION = /^(what time is it|what is the time|whats the time|what s the time|time)( now| right now| there| at the con)?$/;
+
 /** A message that only thanks ("thanks!", "thank you so much", "ok thx"). */
 function isThanks(question: string): boolean {
   const said = words(question);
@@ -320,7 +334,7 @@ function isThanks(question: string): boolean {
 const ON_WORDS = new Set(['on', 'happening', 'going']);
 const WHATS_ON_WORDS = new Set(['what', 'whats', 'is', 'are', 'on', 'happening', 'going', 'there', 'theres', 'any', 'anything', 'something', 'here', 'at', 'the', 'con', 'convention']);
 /** Words for the schedule as a whole ("show me the schedule", "how many events are there?"). */
-const SCHEDULE_WORDS = new Set(['schedule', 'program', 'programme', 'events', 'lineup', 'agenda', 'timetable']);
+const SCHEDULE_WORDS = new Set(['schedule', 'program', 'programme', 'events', 'lineup', 'agenda', 'timetable', 'panels', 'sessions', 'talks', 'list', 'everything']);
 
 /** The schedule in a few lines: how many events, from when to when, each day's count, its places and tracks. */
 function answerOverview(context: Context): ComposedAnswer {

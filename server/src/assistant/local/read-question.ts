@@ -111,7 +111,8 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   const idioms: QueryTerm[] = [];
   for (const idiom of IDIOMS) {
     for (let start = 0; start + idiom.words.length <= tokens.length; start++) {
-      if (!idiom.words.every((word, offset) => tokens[start + offset] === word && !used.has(start + offset))) continue;
+      const matches = (word: string, token: string) => (word === '#' ? /^\d+$/.test(token) : token === word);
+      if (!idiom.words.every((word, offset) => matches(word, tokens[start + offset]!) && !used.has(start + offset))) continue;
       for (let offset = 0; offset < idiom.words.length; offset++) used.add(start + offset);
       idioms.push(toTerm(idiom.means)!);
     }

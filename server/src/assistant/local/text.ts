@@ -233,7 +233,7 @@ export function tokenize(text: string): string[] {
  * Set phrases whose words mean nothing on their own, and the word the
  * schedule is searched for in their place: "lost and found" is not about
  * "found", "for families" not about a title that says "family" (the files are
- * still searched for every word).
+ * still searched for every word). A '#' stands for any number.
  */
 export const IDIOMS: readonly { words: string[]; means: string }[] = [
   { words: ['lost', 'and', 'found'], means: 'lost' },
@@ -242,6 +242,10 @@ export const IDIOMS: readonly { words: string[]; means: string }[] = [
   { words: ['for', 'the', 'family'], means: 'kids' },
   { words: ['for', 'the', 'whole', 'family'], means: 'kids' },
   { words: ['family', 'friendly'], means: 'kids' },
+  // "My 8 year old", "for 10 year olds": '#' is any number.
+  { words: ['#', 'year', 'old'], means: 'kids' },
+  { words: ['#', 'years', 'old'], means: 'kids' },
+  { words: ['#', 'year', 'olds'], means: 'kids' },
 ];
 
 /** Synonyms of several words ("board game" → tabletop): the phrase's words, and the stems they also mean. */
