@@ -120,7 +120,7 @@ describe('the offline assistant on the bundled sample schedule', () => {
     expect(await ask('anything for 10 year olds tomorrow?')).toMatch(/^- \*\*Junior Game Designers \(Encore\)\*\* — Sun 15 Mar/);
     expect(await ask('is there a found family panel?')).toMatch(/^- \*\*Found Family in Fantasy\*\*/);
     // Asking for a recommendation is no topic; a bus is no training.
-    expect(await ask('recommend something for kids')).toMatch(/^- \*\*Kids Costume Craft Corner\*\*/);
+    expect(await ask('recommend something for kids')).toMatch(/^- \*\*Junior Game Designers \(Encore\)\*\* — Sun 15 Mar/);
     expect(await ask("where's the bus")).toMatch(/^I couldn't find anything about “bus”/);
     // A dog is a pet, and an animal no anime ("anime" and "animal" share the stemmer's "anim").
     for (const question of ['can I bring my dog?', 'are animals allowed?']) {
@@ -193,6 +193,16 @@ describe('the offline assistant on the bundled sample schedule', () => {
     // One guest named is that guest's events; a "guest room" is no list of guests.
     expect(await ask('when is Aiko Tanaka on?')).toMatch(/^- \*\*Opening Ceremony\*\*/);
     expect(await ask('is there a guest room?')).not.toContain("The schedule's guests");
+  });
+
+  it('shows what is still to come before what is over when a list is too long to show whole', async () => {
+    // "Now" is Saturday 15:00: Room 104 has eleven events, seven of them over.
+    const room = await ask('what is happening in room 104?');
+    expect(room).toMatch(/^- \*\*Karaoke Night\*\* — Sat 14 Mar, 20:00–23:00 CDT · Room 104\n- \*\*Junior Game Designers \(Encore\)\*\* — Sun 15 Mar/);
+    expect(room).toMatch(/- \*\*Kids Costume Craft Corner\*\* — Fri 13 Mar, 12:00–13:00 CDT · Room 104 — _already happened_/);
+    expect(room).toMatch(/\n\n…and 3 more that already happened\.$/);
+    // A time asked about keeps its own order.
+    expect(await ask('what is happening in room 104 on friday?')).toMatch(/^- \*\*Kids Costume Craft Corner\*\* — Fri 13 Mar, 12:00/);
   });
 
   it('answers "what\'s on?" with what is on now, the schedule as a whole in a few lines, thanks in kind, help and the time', async () => {

@@ -655,9 +655,14 @@ function renderEvents(context: Context, events: ScheduleItem[], options: { listi
   // "what's on tonight?" asked in the afternoon is about the evening's programme.
   const opens = context.reading.time.window?.from.getTime() ?? Number.NEGATIVE_INFINITY;
   const before = (event: ScheduleItem) => (event.start.getTime() < opens ? 1 : 0);
-  const ordered = options.listing
+  let ordered = options.listing
     ? [...events].sort((a, b) => before(a) - before(b) || a.start.getTime() - b.start.getTime() || a.title.localeCompare(b.title))
     : groupSameTitles(events);
+  // A list too long to show whole, with no time asked about, shows what is still to come before what is over:
+  // "what's in room 104?" on Saturday afternoon is not answered with Friday's events.
+  const over = (event: ScheduleItem) => endOf(event) <= context.now;
+  const cut = ordered.length > MAX_LISTED && !context.reading.time.window;
+  if (cut) ordered = [...ordered.filter((event) => !over(event)), ...ordered.filter(over)];
   const shown = ordered.slice(0, MAX_LISTED);
   const detailed = shown.length <= DETAILED_UP_TO;
   const lines: string[] = [];
@@ -668,7 +673,8 @@ function renderEvents(context: Context, events: ScheduleItem[], options: { listi
   }
   for (const event of shown) lines.push(eventLine(context, event, { compact: !detailed, until: options.until }));
   const more = ordered.length - shown.length;
-  if (more > 0) lines.push(`\n…and ${more} more — ask about a day, a time or a room to narrow it down.`);
+  if (more > 0 && cut && ordered.slice(MAX_LISTED).every(over) && !shown.every(over)) lines.push(`\n…and ${more} more that already happened.`);
+  else if (more > 0) lines.push(`\n…and ${more} more — ask about a day, a time or a room to narrow it down.`);
   return { text: lines.join('\n'), sources: shown.map(eventSource) };
 }
 
