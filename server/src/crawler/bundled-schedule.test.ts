@@ -226,7 +226,7 @@ describe('the offline assistant on the bundled sample schedule', () => {
     }
   });
 
-  it('looks as far ahead as "the next hour" or "the next 30 minutes" says', async () => {
+  it('looks as far ahead as "the next hour", "the next 30 minutes" or "tonight" says', async () => {
     // "Now" is 15:00: four events start at 16:00, the Anime Music Video Showcase at 17:00.
     const hour = await ask('anything good in the next hour?');
     expect(hour).toMatch(/^Starting in the next hour:\n\n- \*\*Chiptune Live Set \(Encore\)\*\* — Sat 14 Mar, 16:00–17:00 CDT · Hall B\n/);
@@ -235,6 +235,23 @@ describe('the offline assistant on the bundled sample schedule', () => {
       /^Starting in the next 2 hours in Hall B:\n\n- \*\*Chiptune Live Set \(Encore\)\*\*[^]*\n- \*\*Anime Music Video Showcase\*\* — Sat 14 Mar, 17:00–18:30 CDT · Hall B/,
     );
     expect(await ask("what's on in the next 30 mins?")).toMatch(/^Nothing starts in the next 30 minutes\. Next up:\n\n- \*\*Chiptune Live Set \(Encore\)\*\* — Sat 14 Mar, 16:00/);
+    // A day or part of one named: the rest of it, however far; "left" and "remaining" are what is still to come.
+    expect(await ask("what's next tonight?")).toMatch(
+      /^Still to come tonight:\n\n- \*\*Anime Music Video Showcase\*\* — Sat 14 Mar, 17:00–18:30 CDT · Hall B\n[^]*- \*\*Starfall Nights Dance\*\* — Sat 14 Mar, 21:00/,
+    );
+    expect(await ask('anything left today?')).toMatch(/^Still to come today:\n\n- \*\*Chiptune Live Set \(Encore\)\*\* — Sat 14 Mar, 16:00/);
+    expect(await ask('turn left at the lobby')).not.toMatch(/^Still to come|^Starting/);
+    // "The last event", nothing else named: the schedule's own last.
+    expect(await ask("what's the last event?")).toMatch(/^Last to start:\n\n- \*\*Closing Ceremony\*\* — Mon 16 Mar, 13:00–14:00 CDT/);
+    try {
+      // Sunday 21:30: nothing more starts, Board Game Night runs until 23:00.
+      time.set(new Date('2026-03-15T21:30:00-05:00'));
+      for (const question of ['anything left today?', 'what events are remaining today']) {
+        expect(await ask(question), question).toMatch(/^Nothing more starts today\. Still on:\n\n- \*\*Board Game Night\*\* — until 23:00 · Gaming Hall/);
+      }
+    } finally {
+      time.set(new Date(QUESTIONS.now));
+    }
   });
 
   it('tells what comes after an event: in its room, else elsewhere, still running when it ends', async () => {

@@ -128,7 +128,7 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
       eventCoverage = events.length ? 1 : 0;
       listing = true;
     }
-  } else if (rooms.length || guests.length || tracks.length || time.window || time.mode) {
+  } else if (rooms.length || guests.length || tracks.length || time.window || time.mode || reading.asks.order) {
     events = index.events.filter(filters.all);
     eventCoverage = events.length ? 1 : 0;
     listing = true;
@@ -597,17 +597,30 @@ function answerNext(context: Context, matching: ScheduleItem[], narrowed: boolea
   const upcoming = matching.filter((event) => event.start > now && event.status !== 'cancelled').sort((a, b) => a.start.getTime() - b.start.getTime());
   if (upcoming.length === 0) {
     if (context.reading.terms.length > 0) return notFound(context, context.reading.terms, scheduleFilters(context), 'coming up');
-    return { text: `Nothing more is scheduled${where}.`, sources: [] };
+    const when = context.reading.time.window ? ` ${context.reading.time.window.label}` : '';
+    // "Anything left today?" late in the day: what still runs, if nothing more starts.
+    const running = matching.filter((event) => event.status !== 'cancelled' && event.start <= now && endOf(event) > now);
+    if (running.length === 0) return { text: `Nothing more is scheduled${where}${when}.`, sources: [] };
+    const body = renderEvents(context, running, { listing: true, until: true });
+    return { text: `Nothing more starts${where}${when}. Still on:\n\n${body.text}`, sources: body.sources };
   }
   // "In the next hour" sets how far ahead to look; without it, a question that names nothing looks NEXT_HOURS ahead.
   const horizon = context.reading.time.horizon;
-  const ahead = horizon ? horizon.minutes * 60_000 : narrowed ? Number.POSITIVE_INFINITY : NEXT_HOURS * 3_600_000;
+  // "What's next tonight?", "anything left today?": the rest of that time, however far.
+  const window = context.reading.time.window;
+  const ahead = horizon ? horizon.minutes * 60_000 : narrowed || window ? Number.POSITIVE_INFINITY : NEXT_HOURS * 3_600_000;
   const soon = upcoming.filter((event) => event.start.getTime() <= now.getTime() + ahead);
   const shown = soon.length ? soon : upcoming.filter((event) => event.start.getTime() === upcoming[0]!.start.getTime());
   const body = renderEvents(context, shown, { listing: true });
   const within = horizon?.label ?? `in the next ${NEXT_HOURS} hours`;
   const lead =
-    soon.length === 0 && horizon ? `Nothing${where} starts ${within}. Next up:` : soon.length && (horizon || !narrowed) ? `Starting ${within}${where}:` : `Coming up${where}:`;
+    soon.length === 0 && horizon
+      ? `Nothing${where} starts ${within}. Next up:`
+      : window && !horizon
+        ? `Still to come${where} ${window.label}:`
+        : soon.length && (horizon || !narrowed)
+          ? `Starting ${within}${where}:`
+          : `Coming up${where}:`;
   return { text: `${lead}\n\n${body.text}`, sources: body.sources };
 }
 

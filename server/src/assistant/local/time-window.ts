@@ -68,6 +68,9 @@ const MONTHS: Record<string, number> = {
   august: 8, aug: 8, september: 9, sep: 9, sept: 9, october: 10, oct: 10, november: 11, nov: 11, december: 12, dec: 12,
 };
 
+/** Words after "left" that make it "still to come" ("anything left in Hall B?"), not a direction. */
+const LEFT_FOLLOWERS: ReadonlySet<string> = new Set(['in', 'on', 'for', 'to', 'this']);
+
 /** Words that are about time; a title made only of them ("Friday Night") is no title. */
 export const TIME_WORDS: ReadonlySet<string> = new Set([
   ...Object.keys(PARTS),
@@ -246,7 +249,12 @@ export function readTimeWindow(
   // "Now" and "next".
   let mode: TimeReading['mode'] = null;
   const nowIndex = findWord((word, index) => word === 'now' || word === 'currently' || word === 'ongoing' || (word === 'moment' && tokens[index - 1] === 'the') || (word === 'progress' && tokens[index - 1] === 'in'));
-  const nextIndex = findWord((word, index) => word === 'next' || word === 'soon' || word === 'upcoming' || word === 'later' || (word === 'up' && tokens[index - 1] === 'coming'));
+  // "Anything left today?", "what's left in Hall B?": what is still to come.
+  const left = (index: number) => index === tokens.length - 1 || TIME_WORDS.has(tokens[index + 1]!) || LEFT_FOLLOWERS.has(tokens[index + 1]!);
+  const nextIndex = findWord(
+    (word, index) =>
+      word === 'next' || word === 'soon' || word === 'upcoming' || word === 'later' || word === 'remaining' || (word === 'left' && left(index)) || (word === 'up' && tokens[index - 1] === 'coming'),
+  );
   let horizon: TimeReading['horizon'] = null;
   if (nextIndex !== -1) {
     mode = 'next';
