@@ -112,7 +112,11 @@ describe('the offline assistant on the bundled sample schedule', () => {
     // The moment it opened has passed, but that is not what is asked: its text tells when it closes.
     expect(await ask('when does the dealers room close?')).toMatch(/^- \*\*Dealers Room Opens\*\* — Sat 14 Mar, 10:00 CDT · Exhibit Hall[^]*Open Saturday 10:00–19:00\./);
     // A set phrase means what it says together: the lost and found is no "Found Family" panel; "for families" is for kids.
-    expect(await ask('where is the lost and found?')).toMatch(/^I couldn't find anything about “lost”/);
+    expect(await ask('where is the lost and found?')).toMatch(/^I couldn't find anything about “lost and found”/);
+    // Charging a phone is no price ("Commission Pricing for Artists").
+    expect(await ask('where can i charge my phone')).toMatch(/^I couldn't find anything about “charge my phone”/);
+    // "How many people" is how the question is asked, not what it is about.
+    expect(await ask('how many people are in the costume contest')).toMatch(/^- \*\*Costume Contest\*\* — Sat 14 Mar, 19:00/);
     expect(await ask('anything for families')).toMatch(/^- \*\*Kids Costume Craft Corner\*\*/);
     expect(await ask('family friendly events tomorrow')).toMatch(/^- \*\*Junior Game Designers \(Encore\)\*\* — Sun 15 Mar/);
     // A child's age is no time nor a word to search for.

@@ -635,7 +635,7 @@ function placeLabel({ reading }: Context): string {
 
 function notFound(context: Context, terms: QueryTerm[], filters: Filters, when?: string): ComposedAnswer {
   const { reading, index } = context;
-  const about = terms.length ? ` about “${terms.map((term) => term.word).join(' ')}”` : '';
+  const about = terms.length ? ` about “${terms.map((term) => term.said ?? term.word).join(' ')}”` : '';
   const scope = [placeLabel(context).trim(), when ?? reading.time.window?.label ?? ''].filter(Boolean).join(' ');
   // Matches outside the window asked about are worth a word ("not on Friday, but on Saturday").
   if (terms.length > 0 && (reading.time.window || reading.rooms.length)) {

@@ -38,7 +38,9 @@ const NOTES = `# Practical information
 
 The lost and found is at the registration desk in the lobby, open 8:00 to 20:00.
 
-Water refill stations are next to every restroom.`;
+Water refill stations are next to every restroom.
+
+Phone charging lockers are by the info desk.`;
 
 describe('the offline (local) assistant', () => {
   let ctx: TestContext;
@@ -76,6 +78,11 @@ describe('the offline (local) assistant', () => {
     expect(result.answer.text).not.toContain('offline assistant');
     expect(result.answer.sources).toEqual([expect.objectContaining({ kind: 'file', title: 'Notes', filename: 'notes.txt' })]);
     expect(result.usage.total_tokens).toBeGreaterThan(0);
+  });
+
+  it('finds a set phrase in the files by its words, whatever the schedule is searched for', async () => {
+    expect((await ask('where can I charge my phone?')).answer.text).toContain('Phone charging lockers are by the info desk.');
+    expect((await ask('lost and found?')).answer.text).toContain('registration desk in the lobby');
   });
 
   it('reads "tonight" against the schedule in the convention\'s time zone', async () => {

@@ -46,6 +46,8 @@ export interface QueryTerm {
   also: string[];
   /** Filler in a question about the schedule ("panel", "happening"): dropped when better words remain. */
   generic: boolean;
+  /** The words the question said, where the term stands for a set phrase ("lost and found" for "lost"). */
+  said?: string;
 }
 
 /** How rare in everyday English a first name must be to stand for a guest on its own (SUBTLEX-US; "Juan" 0.66, "Rose" 0.32). */
@@ -114,7 +116,7 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
       const matches = (word: string, token: string) => (word === '#' ? /^\d+$/.test(token) : token === word);
       if (!idiom.words.every((word, offset) => matches(word, tokens[start + offset]!) && !used.has(start + offset))) continue;
       for (let offset = 0; offset < idiom.words.length; offset++) used.add(start + offset);
-      idioms.push(toTerm(idiom.means)!);
+      idioms.push({ ...toTerm(idiom.means)!, said: tokens.slice(start, start + idiom.words.length).join(' ') });
     }
   }
 

@@ -75,7 +75,8 @@ export const GENERIC_WORDS: ReadonlySet<string> = new Set(
   host hosts hosting hosted present presents presenting presented lead leads leading run doing do appear appears appearing
   long last lasts close closes take how info information check place places spot bring use using put carry
   make makes making made learn learning try trying watch watching join joining date dates dating
-  good fun interesting cool best great awesome exciting worth full whole entire complete`.split(/\s+/),
+  good fun interesting cool best great awesome exciting worth full whole entire complete
+  people person persons anyone someone everyone everybody`.split(/\s+/),
 );
 
 /**
@@ -238,6 +239,10 @@ export function tokenize(text: string): string[] {
 export const IDIOMS: readonly { words: string[]; means: string }[] = [
   { words: ['lost', 'and', 'found'], means: 'lost' },
   { words: ['lost', 'property'], means: 'lost' },
+  { words: ['charge', 'my', 'phone'], means: 'power' },
+  { words: ['charge', 'phone'], means: 'power' },
+  { words: ['phone', 'charger'], means: 'power' },
+  { words: ['charging', 'station'], means: 'power' },
   { words: ['for', 'families'], means: 'kids' },
   { words: ['for', 'the', 'family'], means: 'kids' },
   { words: ['for', 'the', 'whole', 'family'], means: 'kids' },
