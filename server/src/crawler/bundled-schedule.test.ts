@@ -65,6 +65,9 @@ describe('the offline assistant on the bundled sample schedule', () => {
     for (const question of ['When is the Con Staff Q&A?', 'when is the staff qna']) {
       expect(await ask(question), question).toMatch(/^\*\*Con Staff Q&A\*\* already happened\.\n- \*\*Con Staff Q&A\*\* — Sat 14 Mar, 14:00–14:45 CDT · Room 103/);
     }
+    // Nothing named but "it": the assistant keeps no conversation, so "it" is the convention.
+    expect(await ask('when does it start?')).toMatch(/^The convention started \*\*Fri 13 Mar, 08:00 CDT\*\*/);
+    expect(await ask('when does it end?')).toMatch(/^The convention ends \*\*Mon 16 Mar, 14:00 CDT\*\*/);
     // A day asked about: the convention's hours that day, by its events, first or last.
     expect(await ask('is the con open on monday')).toMatch(
       /^Yes: on Monday the schedule runs \*\*Mon 16 Mar, 09:00–14:00 CDT\*\*\. First up:\n\n- \*\*One-Shot Horror RPG \(Encore\)\*\* — Mon 16 Mar, 09:00–09:45 CDT/,
@@ -215,7 +218,7 @@ describe('the offline assistant on the bundled sample schedule', () => {
       'The schedule has **158 events** from Fri 13 Mar, 08:00 CDT to Mon 16 Mar, 14:00 CDT (and 3 cancelled ones):\n\n' +
       '- **Fri 13 Mar** — 47 events\n- **Sat 14 Mar** — 53 events\n- **Sun 15 Mar** — 45 events\n- **Mon 16 Mar** — 13 events\n\n' +
       'They are in 17 places and 12 tracks. Ask about a day ("what\'s on Saturday?"), a time ("what\'s on at 3pm?"), a room, a track or a guest.';
-    for (const question of ['show me the full schedule', 'how many events are there?', 'list all panels', 'what panels are there?']) {
+    for (const question of ['show me the full schedule', 'how many events are there?', 'list all panels', 'what panels are there?', "what's on this weekend?"]) {
       expect(await ask(question), question).toBe(overview);
     }
     for (const question of ['thanks!', 'thank you so much', 'ok thx']) expect(await ask(question), question).toMatch(/^You're welcome!/);

@@ -334,7 +334,7 @@ function isThanks(question: string): boolean {
 const ON_WORDS = new Set(['on', 'happening', 'going']);
 const WHATS_ON_WORDS = new Set(['what', 'whats', 'is', 'are', 'on', 'happening', 'going', 'there', 'theres', 'any', 'anything', 'something', 'here', 'at', 'the', 'con', 'convention']);
 /** Words for the schedule as a whole ("show me the schedule", "how many events are there?"). */
-const SCHEDULE_WORDS = new Set(['schedule', 'program', 'programme', 'events', 'lineup', 'agenda', 'timetable', 'panels', 'sessions', 'talks', 'list', 'everything']);
+const SCHEDULE_WORDS = new Set(['schedule', 'program', 'programme', 'events', 'lineup', 'agenda', 'timetable', 'panels', 'sessions', 'talks', 'list', 'everything', 'weekend']);
 
 /** The schedule in a few lines: how many events, from when to when, each day's count, its places and tracks. */
 function answerOverview(context: Context): ComposedAnswer {

@@ -184,7 +184,10 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
 }
 
 function conventionAsked(tokens: readonly string[], used: ReadonlySet<number>): QuestionReading['asks']['convention'] {
-  if (!tokens.some((word, position) => CONVENTION_WORDS.has(word) || (DOOR_WORDS.has(word) && used.has(position)))) return null;
+  // "When does it start?" with nothing named: the assistant keeps no conversation, so "it" is the convention.
+  const about = (word: string) => START_WORDS.has(word) || END_WORDS.has(word) || SPAN_WORDS.has(word);
+  const it = tokens.includes('it') && tokens.some(about) && tokens.every((word) => STOP_WORDS.has(word) || about(word) || word === 'it');
+  if (!it && !tokens.some((word, position) => CONVENTION_WORDS.has(word) || (DOOR_WORDS.has(word) && used.has(position)))) return null;
   if (tokens.some((word) => END_WORDS.has(word))) return 'end';
   if (tokens.some((word) => START_WORDS.has(word))) return 'start';
   // "Is the con on Sunday?" asks whether it runs then.
