@@ -51,7 +51,7 @@ interface Context {
  * quoting only what answers; short and scannable, with its sources. Never
  * invents: with no match it says so.
  */
-export function composeAnswer(question: string, index: KnowledgeIndex, now: Date, fallbackTimeZone: string): ComposedAnswer {
+export function composeAnswer(question: string, index: KnowledgeIndex, now: Date, fallbackTimeZone: string, previous: Source | null = null): ComposedAnswer {
   const timeZone = index.timeZone ?? fallbackTimeZone;
   if (index.size === 0) {
     return { text: "I don't have the convention's schedule or any of its files yet, so I can't answer that. Please check back soon.", sources: [] };
@@ -68,6 +68,9 @@ export function composeAnswer(question: string, index: KnowledgeIndex, now: Date
   const scheduleWords = reading.terms.length > 0 || rooms.length > 0 || guests.length > 0 || tracks.length > 0;
   /** No event, place, person or time is named. */
   const nothingNamed = !scheduleWords && !time.window && !time.mode && !relation;
+  // "How long is it?", "is it still on?" after an answer about an event: that event.
+  const earlier = nothingNamed && previous && reading.words.some((word) => BACK_REFERENCES.has(word)) ? eventOf(index, previous) : null;
+  if (earlier) return renderEvents(context, [earlier], { listing: false });
   // "When does the con end?": nothing but the convention itself is named.
   if (nothingNamed && reading.asks.convention) {
     const answer = answerConvention(context, reading.asks.convention);
@@ -765,6 +768,19 @@ function duration(start: Date, end: Date): string {
   const hours = Math.floor(minutes / 60);
   const rest = minutes % 60;
   return hours ? `${hours} h${rest ? ` ${rest} min` : ''}` : `${rest} min`;
+}
+
+/** Words for what an earlier answer was about. */
+const BACK_REFERENCES = new Set(['it', 'its', 'that', 'this', 'there', 'they', 'them']);
+
+/** The schedule's event an earlier answer cited, if the schedule still has it. */
+function eventOf(index: KnowledgeIndex, source: Source): ScheduleItem | null {
+  const at = source.starts_at ? Date.parse(source.starts_at) : Number.NaN;
+  return (
+    index.events.find(
+      (event) => event.start.getTime() === at && (source.event_uid ? event.uid === source.event_uid : event.title === source.title),
+    ) ?? null
+  );
 }
 
 function eventSource(event: ScheduleItem): Source {

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import type { Source } from '../provider.ts';
 import type { ComposedAnswer } from './compose-answer.ts';
 import type { KnowledgeFile } from './knowledge-index.ts';
 import type { KnowledgeMessage, KnowledgeReply, KnowledgeRequest } from './knowledge-worker.ts';
@@ -62,8 +63,8 @@ export class KnowledgeHost {
     if (reload) this.#files = undefined;
   }
 
-  answer(question: string, now: Date, timeZone: string): Promise<ComposedAnswer> {
-    return this.#send({ type: 'answer', question, now: now.toISOString(), timeZone }) as Promise<ComposedAnswer>;
+  answer(question: string, now: Date, timeZone: string, previous: Source | null = null): Promise<ComposedAnswer> {
+    return this.#send({ type: 'answer', question, now: now.toISOString(), timeZone, previous }) as Promise<ComposedAnswer>;
   }
 
   async close(): Promise<void> {

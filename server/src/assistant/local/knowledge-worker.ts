@@ -17,6 +17,7 @@
  * its id and a result or an error.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import type { Source } from '../provider.ts';
 import { composeAnswer } from './compose-answer.ts';
 import { KnowledgeIndex, PassageIndex, readKnowledgeFile, ScheduleIndex, type FileParts, type KnowledgeFile } from './knowledge-index.ts';
 import { generalRarity } from './text.ts';
@@ -25,7 +26,7 @@ export type KnowledgeRequest =
   | { type: 'load'; files: KnowledgeFile[] }
   | { type: 'add'; file: KnowledgeFile }
   | { type: 'remove'; fileId: string }
-  | { type: 'answer'; question: string; now: string; timeZone: string };
+  | { type: 'answer'; question: string; now: string; timeZone: string; previous: Source | null };
 
 export interface KnowledgeMessage {
   id: number;
@@ -124,7 +125,7 @@ async function handle(request: KnowledgeRequest): Promise<unknown> {
       });
     case 'answer':
       await changes;
-      return composeAnswer(request.question, index, new Date(request.now), request.timeZone);
+      return composeAnswer(request.question, index, new Date(request.now), request.timeZone, request.previous);
   }
 }
 

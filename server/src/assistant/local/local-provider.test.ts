@@ -169,6 +169,28 @@ describe('the offline (local) assistant', () => {
     expect(answer.sources).toEqual([]);
   });
 
+  it('reads "it" in a follow-up as the event the conversation\'s last answer was about', async () => {
+    // A thread's messages are told apart by when they were written: the clock moves between questions.
+    const later = (minutes: number) => time.set(new Date(FRIDAY_6PM.getTime() + minutes * 60_000));
+    try {
+      const first = await ask('When is the costume contest?');
+      expect(first.answer.text).toMatch(/^- \*\*Costume Contest\*\*/);
+      later(1);
+      const howLong = await ask('how long is it?', first.threadId);
+      expect(howLong.answer.text).toMatch(/^- \*\*Costume Contest\*\* — Sat 14 Mar, 19:00–21:00 CDT · Main Stage · 2 h/);
+      expect(howLong.answer.sources).toEqual([expect.objectContaining({ kind: 'event', title: 'Costume Contest' })]);
+      later(2);
+      expect((await ask('is it still on?', first.threadId)).answer.text).toMatch(/^Yes, \*\*Costume Contest\*\* is still on\./);
+      // Without an earlier answer about an event, "it" is the convention.
+      expect((await ask('when does it start?')).answer.text).toMatch(/^The convention started/);
+      // Something named is asked about as itself.
+      later(3);
+      expect((await ask('how long is the rave?', first.threadId)).answer.text).toMatch(/^- \*\*Friday Night Rave\*\*/);
+    } finally {
+      time.set(FRIDAY_6PM);
+    }
+  });
+
   it('goes through the same logged steps as OpenAI, on one thread per conversation', async () => {
     const first = await ask('Where is the lost and found?');
     await ask('When is the costume contest?', first.threadId);

@@ -189,7 +189,10 @@ export class LocalProvider implements AssistantProvider {
     let answer = { text: 'There is no question on this thread yet.', sources: [] as Answer['sources'] };
     if (question) {
       await this.#current();
-      answer = await this.#host.answer(question.content, this.#clock.now(), this.#timeZone());
+      // The event the thread's last answer was about, for a follow-up that says "it".
+      const previous = await queries.latestAnswerSources(this.#db, threadId);
+      const first = previous?.sources ? (JSON.parse(previous.sources) as Answer['sources'])[0] : undefined;
+      answer = await this.#host.answer(question.content, this.#clock.now(), this.#timeZone(), first?.kind === 'event' ? first : null);
     }
     const { text, sources } = answer;
     await this.#database.transaction(async (trx) => {
