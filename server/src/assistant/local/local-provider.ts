@@ -185,12 +185,12 @@ export class LocalProvider implements AssistantProvider {
 
   /** Answers the thread's newest question and completes the run (once, even if polled twice at the same moment). */
   async #work(threadId: string, runId: string): Promise<void> {
-    const question = await queries.latestUserMessage(this.#db, threadId);
+    const question = await queries.latestMessage(this.#db, threadId, 'user');
     let answer = { text: 'There is no question on this thread yet.', sources: [] as Answer['sources'] };
     if (question) {
       await this.#current();
       // The event the thread's last answer was about, for a follow-up that says "it".
-      const previous = await queries.latestAnswerSources(this.#db, threadId);
+      const previous = await queries.latestMessage(this.#db, threadId, 'assistant');
       const first = previous?.sources ? (JSON.parse(previous.sources) as Answer['sources'])[0] : undefined;
       answer = await this.#host.answer(question.content, this.#clock.now(), this.#timeZone(), first?.kind === 'event' ? first : null);
     }

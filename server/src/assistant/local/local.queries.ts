@@ -9,24 +9,17 @@ export const insertMessage = (
   message: { id: string; thread_id: string; run_id: string | null; role: 'user' | 'assistant'; content: string; sources: string | null; created_at: string },
 ) => db.insertInto('local_messages').values(message).execute();
 
-/** The sources of the thread's latest answer: what "it" means in a follow-up ("how long is it?"). */
-export const latestAnswerSources = (db: Db, threadId: string) =>
+/**
+ * The thread's latest message from one side: the question a run answers
+ * (`user`), or the answer before it, whose sources say what "it" means in a
+ * follow-up ("how long is it?").
+ */
+export const latestMessage = (db: Db, threadId: string, role: 'user' | 'assistant') =>
   db
     .selectFrom('local_messages')
-    .select('sources')
+    .select(['id', 'content', 'sources'])
     .where('thread_id', '=', threadId)
-    .where('role', '=', 'assistant')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-
-export const latestUserMessage = (db: Db, threadId: string) =>
-  db
-    .selectFrom('local_messages')
-    .select(['id', 'content'])
-    .where('thread_id', '=', threadId)
-    .where('role', '=', 'user')
+    .where('role', '=', role)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
     .limit(1)
