@@ -770,8 +770,8 @@ function duration(start: Date, end: Date): string {
   return hours ? `${hours} h${rest ? ` ${rest} min` : ''}` : `${rest} min`;
 }
 
-/** Words for what an earlier answer was about. */
-const BACK_REFERENCES = new Set(['it', 'its', 'that', 'this', 'there', 'they', 'them']);
+/** Words for what an earlier answer was about ("there" is not: "is there anything on?" asks afresh). */
+const BACK_REFERENCES = new Set(['it', 'its', 'that', 'they', 'them']);
 
 /** The schedule's event an earlier answer cited, if the schedule still has it. */
 function eventOf(index: KnowledgeIndex, source: Source): ScheduleItem | null {

@@ -181,10 +181,13 @@ describe('the offline (local) assistant', () => {
       expect(howLong.answer.sources).toEqual([expect.objectContaining({ kind: 'event', title: 'Costume Contest' })]);
       later(2);
       expect((await ask('is it still on?', first.threadId)).answer.text).toMatch(/^Yes, \*\*Costume Contest\*\* is still on\./);
+      // "Is there anything on?" asks afresh, whatever came before.
+      later(3);
+      expect((await ask('is there anything on?', first.threadId)).answer.text).not.toContain('Costume Contest');
       // Without an earlier answer about an event, "it" is the convention.
       expect((await ask('when does it start?')).answer.text).toMatch(/^The convention started/);
       // Something named is asked about as itself.
-      later(3);
+      later(4);
       expect((await ask('how long is the rave?', first.threadId)).answer.text).toMatch(/^- \*\*Friday Night Rave\*\*/);
     } finally {
       time.set(FRIDAY_6PM);
