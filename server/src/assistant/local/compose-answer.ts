@@ -485,12 +485,13 @@ function answerChanges(context: Context, about: QuestionReading['asks']['statusA
 }
 
 /**
- * The events not cancelled, and when the convention runs by them: from the
- * first one's start to the last one's end (found in a loop: a schedule may
- * have more events than a call takes arguments). Null when none is held.
+ * The events not cancelled (of those `within` keeps), and when the
+ * convention runs by them: from the first one's start to the last one's end
+ * (found in a loop: a schedule may have more events than a call takes
+ * arguments). Null when none is held.
  */
-function conventionSpan(index: KnowledgeIndex): { held: ScheduleItem[]; first: Date; last: Date } | null {
-  const held = index.events.filter((event) => event.status !== 'cancelled');
+function conventionSpan(index: KnowledgeIndex, within: (event: ScheduleItem) => boolean = () => true): { held: ScheduleItem[]; first: Date; last: Date } | null {
+  const held = index.events.filter((event) => event.status !== 'cancelled' && within(event));
   if (held.length === 0) return null;
   let last = Number.NEGATIVE_INFINITY;
   for (const event of held) last = Math.max(last, endOf(event).getTime());
@@ -542,20 +543,15 @@ const YES_NO_WORDS = new Set(['is', 'are', 'will', 'does', 'do', 'can']);
 function answerConventionHours(context: Context, kind: 'start' | 'end' | 'span', window: TimeWindow): ComposedAnswer | null {
   const { index, now, format, reading } = context;
   if (window.to.getTime() - window.from.getTime() < 3_600_000) return null;
-  const held = index.events.filter((event) => event.status !== 'cancelled' && inWindow(event, window));
-  if (held.length === 0) return null;
-  let first = Number.POSITIVE_INFINITY;
-  let last = Number.NEGATIVE_INFINITY;
-  for (const event of held) {
-    first = Math.min(first, event.start.getTime());
-    last = Math.max(last, endOf(event).getTime());
-  }
-  const over = last <= now.getTime();
+  const span = conventionSpan(index, (event) => inWindow(event, window));
+  if (!span) return null;
+  const { held, first, last } = span;
+  const over = last <= now;
   // "Is the con open on Monday?" is answered yes first (of a day still to come or under way).
   const label = !over && YES_NO_WORDS.has(reading.words[0] ?? '') ? `Yes: ${window.label}` : capitalize(window.label);
-  const lead = `${label} the schedule ${over ? 'ran' : 'runs'} **${format.span(new Date(first), new Date(last))}**.`;
+  const lead = `${label} the schedule ${over ? 'ran' : 'runs'} **${format.span(first, last)}**.`;
   const chosen =
-    kind === 'end' ? held.filter((event) => endOf(event).getTime() === last) : held.filter((event) => event.start.getTime() === first);
+    kind === 'end' ? held.filter((event) => endOf(event).getTime() === last.getTime()) : held.filter((event) => event.start.getTime() === first.getTime());
   const body = renderEvents(context, chosen, { listing: true });
   return { text: `${lead} ${kind === 'end' ? 'Last to finish' : 'First up'}:\n\n${body.text}`, sources: body.sources };
 }

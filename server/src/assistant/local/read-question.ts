@@ -111,10 +111,9 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
 
   // "Where is the lost and found?", "anything for families?": the schedule is searched for what the phrase means.
   const idioms: QueryTerm[] = [];
+  const idiomWord = (word: string, token: string, at: number) => !used.has(at) && (word === '#' ? /^\d+$/.test(token) : token === word);
   for (const idiom of IDIOMS) {
-    for (let start = 0; start + idiom.words.length <= tokens.length; start++) {
-      const matches = (word: string, token: string) => (word === '#' ? /^\d+$/.test(token) : token === word);
-      if (!idiom.words.every((word, offset) => matches(word, tokens[start + offset]!) && !used.has(start + offset))) continue;
+    for (const start of phraseStarts(tokens, idiom.words, idiomWord)) {
       for (let offset = 0; offset < idiom.words.length; offset++) used.add(start + offset);
       idioms.push({ ...toTerm(idiom.means)!, said: tokens.slice(start, start + idiom.words.length).join(' ') });
     }
@@ -151,10 +150,8 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   // Phrases with synonyms of their own ("board game" → tabletop).
   const phraseSynonyms = new Map<number, string[]>();
   for (const phrase of PHRASE_SYNONYMS) {
-    for (let start = 0; start + phrase.words.length <= tokens.length; start++) {
-      if (phrase.words.every((word, offset) => stem(tokens[start + offset]!) === stem(word))) {
-        for (let offset = 0; offset < phrase.words.length; offset++) phraseSynonyms.set(start + offset, [...(phraseSynonyms.get(start + offset) ?? []), ...phrase.stems]);
-      }
+    for (const start of phraseStarts(tokens, phrase.words, (word, token) => stem(token) === stem(word))) {
+      for (let offset = 0; offset < phrase.words.length; offset++) phraseSynonyms.set(start + offset, [...(phraseSynonyms.get(start + offset) ?? []), ...phrase.stems]);
     }
   }
   // Two words the knowledge writes as one ("star gazing" for stargazing, "photo shoot", "meet up").
@@ -183,8 +180,21 @@ export function readQuestion(question: string, index: KnowledgeIndex, now: Date,
   return { words: tokens, terms, passageTerms: dedupe(passageTerms), time, rooms, tracks, guests, relation, asks };
 }
 
+/**
+ * Where a phrase starts among the question's words, each word of it matched
+ * by `same` (its word, the question's token there, and that position). A
+ * match found is checked before the next position is, so `same` may look at
+ * what an earlier match marked.
+ */
+function* phraseStarts(tokens: readonly string[], phrase: readonly string[], same: (word: string, token: string, at: number) => boolean): Generator<number> {
+  for (let start = 0; start + phrase.length <= tokens.length; start++) {
+    if (phrase.every((word, offset) => same(word, tokens[start + offset]!, start + offset))) yield start;
+  }
+}
+
 function conventionAsked(tokens: readonly string[], used: ReadonlySet<number>): QuestionReading['asks']['convention'] {
-  // "When does it start?" with nothing named: the assistant keeps no conversation, so "it" is the convention.
+  // "When does it start?" with nothing named: the convention, when no earlier answer's event is what "it" means
+  // (composeAnswer looks for one first).
   const about = (word: string) => START_WORDS.has(word) || END_WORDS.has(word) || SPAN_WORDS.has(word);
   const it = tokens.includes('it') && tokens.some(about) && tokens.every((word) => STOP_WORDS.has(word) || about(word) || word === 'it');
   if (!it && !tokens.some((word, position) => CONVENTION_WORDS.has(word) || (DOOR_WORDS.has(word) && used.has(position)))) return null;
